@@ -1,0 +1,135 @@
+# mt5-credit
+#
+#   make deps        install the Debian packages everything needs (root/sudo)
+#   make             build the nginx module and the batch programs
+#   make demo        deps + build, then run the main job end to end
+#   make test        deps + build, then every test (what .ci/run runs)
+#   make bench       benchmark the edge against pgbench (prints figures)
+#   make static      build nginx from an upstream tree with the module
+#                    compiled in: make static NGINX_SRC=/path/to/nginx-x.y.z
+#
+# By default the module is built for Debian's packaged nginx from the
+# nginx-dev tree (/usr/share/nginx/src) with Debian's own configure flags,
+# so the .so loads into /usr/sbin/nginx.  NGINX_SRC=/path/to/nginx-x.y.z
+# builds it against an upstream source tree instead.
+
+SHELL        := /bin/bash
+BUILD        := $(CURDIR)/build
+DEBIAN_SRC   := /usr/share/nginx/src
+NGINX_SRC    ?=
+NGINX_BIN    ?= /usr/sbin/nginx
+MODULE_SO    := $(BUILD)/ngx_mt5_credit_module.so
+SHARED       ?= $(CURDIR)/../shared
+
+CC           ?= cc
+CFLAGS       ?= -O2 -g
+WARN         := -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
+                -Wstrict-prototypes -Wmissing-prototypes
+PG_INC       := $(shell pg_config --includedir 2>/dev/null \
+                  || echo /usr/include/postgresql)
+
+MODULE_SRCS  := $(wildcard ngx_mt5_credit_module/*.c) \
+                $(wildcard ngx_mt5_credit_module/*.h) config
+
+# Debian packages (bookworm).  Only these; nothing from elsewhere.
+DEB_PACKAGES := build-essential pkg-config perl \
+                nginx nginx-dev \
+                postgresql-15 postgresql-client-15 libpq-dev \
+                redis-server redis-tools libhiredis-dev \
+                libssl-dev libcurl4-openssl-dev libjansson-dev \
+                wrk procps iproute2
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all module unit deps demo test test-unit test-integration bench \
+        static clean
+
+all: module unit
+
+module: $(MODULE_SO)
+
+# The module is configured in a private copy of the nginx tree: nginx's
+# configure writes a Makefile into the tree it runs in, and the packaged
+# tree belongs to root.
+ifeq ($(NGINX_SRC),)
+$(MODULE_SO): $(MODULE_SRCS)
+	@test -f $(DEBIAN_SRC)/conf_flags \
+	    || { echo "make: $(DEBIAN_SRC) missing: run 'make deps'" >&2; exit 1; }
+	rm -rf $(BUILD)/nginx-src && mkdir -p $(BUILD)
+	cp -a $(DEBIAN_SRC) $(BUILD)/nginx-src
+	cd $(BUILD)/nginx-src && . ./conf_flags && ./configure \
+	    --with-cc-opt="-fPIC -g -O2 -Wall -Wextra -Werror" \
+	    --with-ld-opt="-fPIC" \
+	    "$${NGX_CONF_FLAGS[@]}" \
+	    --add-dynamic-module=$(CURDIR) \
+	    --builddir=$(BUILD)/nginx-src/objs > $(BUILD)/configure.log
+	$(MAKE) -C $(BUILD)/nginx-src -f objs/Makefile modules \
+	    > $(BUILD)/make-module.log \
+	    || { cat $(BUILD)/make-module.log >&2; exit 1; }
+	cp $(BUILD)/nginx-src/objs/ngx_mt5_credit_module.so $@
+	@echo "built $@ for $$($(NGINX_BIN) -v 2>&1)"
+else
+$(MODULE_SO): $(MODULE_SRCS)
+	mkdir -p $(BUILD)
+	cd $(NGINX_SRC) && ./configure --with-compat --with-http_ssl_module \
+	    --add-dynamic-module=$(CURDIR) \
+	    --builddir=$(BUILD)/nginx-upstream > $(BUILD)/configure.log
+	$(MAKE) -C $(NGINX_SRC) -f $(BUILD)/nginx-upstream/Makefile modules
+	cp $(BUILD)/nginx-upstream/ngx_mt5_credit_module.so $@
+endif
+
+# nginx with the module linked in statically (--add-module).
+static:
+	@test -n "$(NGINX_SRC)" \
+	    || { echo "make static: set NGINX_SRC=/path/to/nginx-x.y.z" >&2; \
+	         exit 1; }
+	mkdir -p $(BUILD)
+	cd $(NGINX_SRC) && ./configure --with-http_ssl_module \
+	    --add-module=$(CURDIR) \
+	    --builddir=$(BUILD)/nginx-static > $(BUILD)/configure-static.log
+	$(MAKE) -C $(NGINX_SRC) -f $(BUILD)/nginx-static/Makefile binary
+	@echo "built $(BUILD)/nginx-static/nginx with ngx_mt5_credit_module"
+
+
+# C unit tests: no servers, pure functions, vectors with their own clock.
+UNIT_TESTS := $(BUILD)/t/signature_vectors_test
+
+unit: $(UNIT_TESTS)
+
+$(BUILD)/t/signature_vectors_test: t/unit/signature_vectors_test.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_signature.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_signature.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(CFLAGS) -Wall -Wextra -Werror \
+	    -Ingx_mt5_credit_module -o $@ $(filter %.c,$^) -ljansson -lcrypto
+
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	        | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "deps: installing" $$missing; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    $(SUDO) -E apt-get install -y --no-install-recommends $$missing \
+	    || { $(SUDO) -E apt-get update \
+	         && $(SUDO) -E apt-get install -y --no-install-recommends \
+	                $$missing; }; \
+	else \
+	    echo "deps: all Debian packages present"; \
+	fi
+
+demo: deps all
+	t/run-as-tester perl t/demo.pl
+
+test: deps all
+	t/run-tests
+
+test-unit: unit
+	$(BUILD)/t/signature_vectors_test $(SHARED)/vectors
+
+bench: deps all
+	t/run-as-tester perl t/bench/edge_bench.pl
+
+clean:
+	rm -rf $(BUILD)

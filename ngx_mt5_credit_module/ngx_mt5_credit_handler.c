@@ -1,0 +1,787 @@
+
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The webhook content handler.
+ *
+ *   1. POST only; the signature headers are parsed and the timestamp
+ *      checked before the body is read, so junk is refused cheaply.
+ *   2. The body is assembled exactly as received (memory buffers, a temp
+ *      file, chunks) and the MAC is checked over those bytes, before
+ *      anything parses them.
+ *   3. One statement, ingest(), stores the event and at most one credit
+ *      intent in one transaction.  The answer is sent only after its
+ *      result (and so its COMMIT) is read: 200, or 400 for a body that is
+ *      not an event; 503 with Retry-After whenever the outcome is not
+ *      known, so the provider retries and the unique event key makes the
+ *      retry harmless.
+ *   4. Only then, and only when a credit was created, a Redis wake-up.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_mt5_credit_module.h"
+#include "ngx_mt5_credit_pg.h"
+#include "ngx_mt5_credit_redis.h"
+
+
+/* more lines of one header than this is malformed anyway */
+#define NGX_MT5_CREDIT_MAX_LINES  2
+
+
+typedef struct {
+    ngx_mt5_credit_sig_str_t      lines[NGX_MT5_CREDIT_MAX_LINES];
+    size_t                        n;
+} ngx_mt5_credit_header_t;
+
+
+typedef struct {
+    ngx_http_request_t           *request;
+    ngx_mt5_credit_pg_op_t        op;
+    ngx_mt5_credit_header_t       signature;
+    ngx_mt5_credit_header_t       id;
+    ngx_mt5_credit_header_t       timestamp;
+    ngx_mt5_credit_sig_parsed_t   parsed;
+    ngx_str_t                     body;
+    u_char                        signed_at[8];   /* int8, network order */
+} ngx_mt5_credit_ctx_t;
+
+
+static void ngx_mt5_credit_collect_headers(ngx_http_request_t *r,
+    ngx_mt5_credit_sig_conf_t *sig, ngx_mt5_credit_ctx_t *ctx);
+static void ngx_mt5_credit_header_line(ngx_mt5_credit_header_t *h,
+    ngx_table_elt_t *elt);
+static void ngx_mt5_credit_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_mt5_credit_read_body(ngx_http_request_t *r,
+    ngx_str_t *body);
+static ngx_int_t ngx_mt5_credit_start_ingest(ngx_http_request_t *r,
+    ngx_mt5_credit_ctx_t *ctx);
+static void ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
+    ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err);
+static ngx_int_t ngx_mt5_credit_ingest_answer(ngx_http_request_t *r,
+    PGresult *res);
+static void ngx_mt5_credit_cleanup(void *data);
+static ngx_int_t ngx_mt5_credit_reject(ngx_http_request_t *r,
+    ngx_mt5_credit_ctx_t *ctx, ngx_mt5_credit_sig_rc_e rc, int64_t skew);
+static ngx_int_t ngx_mt5_credit_unavailable(ngx_http_request_t *r,
+    ngx_mt5_credit_stat_e why);
+static ngx_int_t ngx_mt5_credit_send(ngx_http_request_t *r,
+    ngx_uint_t status, u_char *json, size_t len);
+static const char *ngx_mt5_credit_scheme_name(ngx_mt5_credit_sig_conf_t *sig);
+
+
+static ngx_str_t  ngx_mt5_credit_stripe_header =
+    ngx_string("Stripe-Signature");
+static ngx_str_t  ngx_mt5_credit_sw_id = ngx_string("webhook-id");
+static ngx_str_t  ngx_mt5_credit_sw_timestamp =
+    ngx_string("webhook-timestamp");
+static ngx_str_t  ngx_mt5_credit_sw_signature =
+    ngx_string("webhook-signature");
+
+
+ngx_int_t
+ngx_mt5_credit_webhook_handler(ngx_http_request_t *r)
+{
+    int64_t                      skew;
+    ngx_int_t                    rc;
+    ngx_table_elt_t             *h;
+    ngx_mt5_credit_ctx_t        *ctx;
+    ngx_mt5_credit_sig_rc_e      src;
+    ngx_mt5_credit_loc_conf_t   *lcf;
+    ngx_mt5_credit_main_conf_t  *mcf;
+    ngx_mt5_credit_sig_headers_t headers;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_RECEIVED);
+
+    if (r->method != NGX_HTTP_POST) {
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_METHOD);
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Allow");
+        ngx_str_set(&h->value, "POST");
+
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_mt5_credit_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->request = r;
+    ngx_http_set_ctx(r, ctx, ngx_mt5_credit_module);
+
+    ngx_mt5_credit_collect_headers(r, lcf->sig, ctx);
+
+    headers.signature.lines = ctx->signature.lines;
+    headers.signature.nlines = ctx->signature.n;
+    headers.id.lines = ctx->id.lines;
+    headers.id.nlines = ctx->id.n;
+    headers.timestamp.lines = ctx->timestamp.lines;
+    headers.timestamp.nlines = ctx->timestamp.n;
+
+    /* a missing or malformed header needs no body: refuse it unread */
+    src = ngx_mt5_credit_sig_parse(lcf->sig, &headers, &ctx->parsed);
+    if (src != NGX_MT5_CREDIT_SIG_OK) {
+        return ngx_mt5_credit_reject(r, ctx, src, 0);
+    }
+
+    src = ngx_mt5_credit_sig_check_time(lcf->sig, &ctx->parsed,
+                                        (int64_t) ngx_time(), &skew);
+    if (src != NGX_MT5_CREDIT_SIG_OK) {
+        return ngx_mt5_credit_reject(r, ctx, src, skew);
+    }
+
+    rc = ngx_http_read_client_request_body(r, ngx_mt5_credit_body_handler);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+/*
+ * Finds the scheme's headers.  Every line of a header is counted: nginx
+ * keeps repeated lines, and a repeated signature header is malformed.
+ */
+
+static void
+ngx_mt5_credit_collect_headers(ngx_http_request_t *r,
+    ngx_mt5_credit_sig_conf_t *sig, ngx_mt5_credit_ctx_t *ctx)
+{
+    ngx_str_t         name;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *elt;
+
+    switch (sig->scheme) {
+
+    case NGX_MT5_CREDIT_SIG_STRIPE:
+        name = ngx_mt5_credit_stripe_header;
+        break;
+
+    case NGX_MT5_CREDIT_SIG_STANDARD:
+        name = ngx_mt5_credit_sw_signature;
+        break;
+
+    default: /* NGX_MT5_CREDIT_SIG_HMAC_SHA256 */
+        name.data = (u_char *) sig->header;
+        name.len = ngx_strlen(sig->header);
+        break;
+    }
+
+    part = &r->headers_in.headers.part;
+    elt = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            elt = part->elts;
+            i = 0;
+        }
+
+        if (elt[i].key.len == name.len
+            && ngx_strncasecmp(elt[i].key.data, name.data, name.len) == 0)
+        {
+            ngx_mt5_credit_header_line(&ctx->signature, &elt[i]);
+            continue;
+        }
+
+        if (sig->scheme != NGX_MT5_CREDIT_SIG_STANDARD) {
+            continue;
+        }
+
+        if (elt[i].key.len == ngx_mt5_credit_sw_id.len
+            && ngx_strncasecmp(elt[i].key.data, ngx_mt5_credit_sw_id.data,
+                               ngx_mt5_credit_sw_id.len) == 0)
+        {
+            ngx_mt5_credit_header_line(&ctx->id, &elt[i]);
+
+        } else if (elt[i].key.len == ngx_mt5_credit_sw_timestamp.len
+                   && ngx_strncasecmp(elt[i].key.data,
+                                      ngx_mt5_credit_sw_timestamp.data,
+                                      ngx_mt5_credit_sw_timestamp.len)
+                      == 0)
+        {
+            ngx_mt5_credit_header_line(&ctx->timestamp, &elt[i]);
+        }
+    }
+}
+
+
+static void
+ngx_mt5_credit_header_line(ngx_mt5_credit_header_t *h, ngx_table_elt_t *elt)
+{
+    if (h->n < NGX_MT5_CREDIT_MAX_LINES) {
+        h->lines[h->n].data = elt->value.data;
+        h->lines[h->n].len = elt->value.len;
+        h->n++;
+    }
+}
+
+
+static void
+ngx_mt5_credit_body_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                    rc;
+    ngx_mt5_credit_ctx_t        *ctx;
+    ngx_mt5_credit_sig_rc_e      src;
+    ngx_mt5_credit_loc_conf_t   *lcf;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_mt5_credit_module);
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    if (ngx_mt5_credit_read_body(r, &ctx->body) != NGX_OK) {
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_BODY_ERROR);
+        ngx_http_finalize_request(r,
+            ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_N));
+        return;
+    }
+
+    /* the MAC over the exact bytes, before anything parses them */
+    src = ngx_mt5_credit_sig_verify(lcf->sig, &ctx->parsed, ctx->body.data,
+                                    ctx->body.len);
+    if (src != NGX_MT5_CREDIT_SIG_OK) {
+        ngx_http_finalize_request(r, ngx_mt5_credit_reject(r, ctx, src, 0));
+        return;
+    }
+
+    rc = ngx_mt5_credit_start_ingest(r, ctx);
+
+    if (rc == NGX_DONE) {
+        /* the body reading's reference is held until ingest_done() */
+        return;
+    }
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+/*
+ * The body as one contiguous copy of what arrived: nginx may hold it in
+ * several memory buffers (pre-read part, the rest, one per chunk) or, past
+ * client_body_buffer_size, in one temp file buffer.
+ */
+
+static ngx_int_t
+ngx_mt5_credit_read_body(ngx_http_request_t *r, ngx_str_t *body)
+{
+    u_char       *p;
+    off_t         len, size;
+    ssize_t       n;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    ngx_str_set(body, "");
+
+    if (r->request_body == NULL || r->request_body->bufs == NULL) {
+        return NGX_OK;
+    }
+
+    len = 0;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            len += b->last - b->pos;
+
+        } else if (b->in_file) {
+            len += b->file_last - b->file_pos;
+        }
+    }
+
+    if (len == 0) {
+        return NGX_OK;
+    }
+
+    body->data = ngx_pnalloc(r->pool, (size_t) len);
+    if (body->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = body->data;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            continue;
+        }
+
+        if (!b->in_file) {
+            continue;
+        }
+
+        size = b->file_last - b->file_pos;
+
+        n = ngx_read_file(b->file, p, (size_t) size, b->file_pos);
+
+        if (n != (ssize_t) size) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "mt5_credit: read %z of %O bytes of the request "
+                          "body from \"%V\"", n, size, &b->file->name);
+            return NGX_ERROR;
+        }
+
+        p += size;
+    }
+
+    body->len = (size_t) len;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_start_ingest(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx)
+{
+    int64_t                      ts;
+    ngx_int_t                    rc;
+    ngx_uint_t                   i;
+    const char                  *scheme;
+    ngx_http_cleanup_t          *cln;
+    ngx_mt5_credit_pg_op_t      *op;
+    ngx_mt5_credit_loc_conf_t   *lcf;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    if (mcf->pool == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "mt5_credit: no PostgreSQL pool in this process");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    op = &ctx->op;
+    op->handler = ngx_mt5_credit_ingest_done;
+    op->data = ctx;
+    op->log = r->connection->log;
+
+    /* binary parameters: lengths are honoured, nothing is escaped */
+    for (i = 0; i < NGX_MT5_CREDIT_PG_NPARAMS; i++) {
+        op->formats[i] = 1;
+    }
+
+    op->values[0] = (const char *) lcf->provider.data;
+    op->lengths[0] = (int) lcf->provider.len;
+
+    if (ctx->parsed.id.len) {
+        op->values[1] = (const char *) ctx->parsed.id.data;
+        op->lengths[1] = (int) ctx->parsed.id.len;
+    }
+
+    op->values[2] = (const char *) ctx->body.data;
+    op->lengths[2] = (int) ctx->body.len;
+
+    scheme = ngx_mt5_credit_scheme_name(lcf->sig);
+    op->values[3] = scheme;
+    op->lengths[3] = (int) ngx_strlen(scheme);
+
+    if (ctx->parsed.has_timestamp) {
+        ts = ctx->parsed.timestamp;
+
+        for (i = 0; i < 8; i++) {
+            ctx->signed_at[7 - i] = (u_char) (ts & 0xff);
+            ts >>= 8;
+        }
+
+        op->values[4] = (const char *) ctx->signed_at;
+        op->lengths[4] = 8;
+    }
+
+    /* if the request goes away first, the statement is detached */
+    cln = ngx_http_cleanup_add(r, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_mt5_credit_cleanup;
+    cln->data = ctx;
+
+    rc = ngx_mt5_credit_pg_run(mcf->pool, op);
+
+    switch (rc) {
+
+    case NGX_OK:
+        return NGX_DONE;
+
+    case NGX_BUSY:
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mt5_credit: PostgreSQL wait queue full (%ui)",
+                      mcf->pg_queue_size);
+        return ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_QUEUE_FULL);
+
+    default: /* NGX_DECLINED */
+        return ngx_mt5_credit_unavailable(r,
+                                          NGX_MT5_CREDIT_STAT_DB_UNAVAILABLE);
+    }
+}
+
+
+static void
+ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
+    ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err)
+{
+    ngx_int_t              status;
+    ngx_connection_t      *c;
+    ngx_http_request_t    *r;
+    ngx_mt5_credit_ctx_t  *ctx;
+
+    ctx = op->data;
+    r = ctx->request;
+    c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+
+    switch (rc) {
+
+    case NGX_MT5_CREDIT_PG_OK:
+        status = ngx_mt5_credit_ingest_answer(r, res);
+        break;
+
+    case NGX_MT5_CREDIT_PG_FAILED:
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "mt5_credit: ingest failed: %s", err);
+        status = ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_DB_ERROR);
+        break;
+
+    case NGX_MT5_CREDIT_PG_TIMEOUT:
+        status = ngx_mt5_credit_unavailable(r,
+                                            NGX_MT5_CREDIT_STAT_DB_TIMEOUT);
+        break;
+
+    case NGX_MT5_CREDIT_PG_LOST:
+        status = ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_DB_ERROR);
+        break;
+
+    case NGX_MT5_CREDIT_PG_QUEUE_TIMEOUT:
+        status = ngx_mt5_credit_unavailable(r,
+                                            NGX_MT5_CREDIT_STAT_QUEUE_TIMEOUT);
+        break;
+
+    default: /* NGX_MT5_CREDIT_PG_UNAVAILABLE */
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "mt5_credit: PostgreSQL unavailable: %s", err);
+        status = ngx_mt5_credit_unavailable(r,
+                                            NGX_MT5_CREDIT_STAT_DB_UNAVAILABLE);
+        break;
+    }
+
+    ngx_http_finalize_request(r, status);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/*
+ * The committed result: one row (outcome, credit_id, event_row_id,
+ * detail).  Wakes a worker if a credit was created, then answers.
+ */
+
+static ngx_int_t
+ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
+{
+    u_char                      *json, *p;
+    size_t                       len;
+    int64_t                      credit;
+    ngx_str_t                    outcome, credit_id, event_id, detail;
+    ngx_uint_t                   status, level;
+    ngx_mt5_credit_loc_conf_t   *lcf;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    if (PQntuples(res) != 1 || PQnfields(res) != 4) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mt5_credit: ingest() returned %d rows of %d columns",
+                      PQntuples(res), PQnfields(res));
+        return ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_DB_ERROR);
+    }
+
+    outcome.data = (u_char *) PQgetvalue(res, 0, 0);
+    outcome.len = PQgetlength(res, 0, 0);
+    credit_id.data = (u_char *) PQgetvalue(res, 0, 1);
+    credit_id.len = PQgetlength(res, 0, 1);
+    event_id.data = (u_char *) PQgetvalue(res, 0, 2);
+    event_id.len = PQgetlength(res, 0, 2);
+    detail.data = (u_char *) PQgetvalue(res, 0, 3);
+    detail.len = PQgetlength(res, 0, 3);
+
+    status = NGX_HTTP_OK;
+
+    if (ngx_strcmp(outcome.data, "malformed") == 0) {
+        status = NGX_HTTP_BAD_REQUEST;
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_MALFORMED_BODY);
+
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: webhook rejected: provider=%V "
+                      "reason=malformed_body (%V)", &lcf->provider, &detail);
+
+    } else {
+        if (ngx_strcmp(outcome.data, "credit_created") == 0) {
+            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CREDIT_CREATED);
+
+            credit = ngx_atoof(credit_id.data, credit_id.len);
+
+            /* committed: now, and only now, wake a worker */
+            if (mcf->redis != NULL && credit > 0) {
+                ngx_mt5_credit_redis_wake(mcf->redis, credit,
+                                          r->connection->log);
+            }
+
+        } else if (ngx_strcmp(outcome.data, "duplicate") == 0) {
+            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_DUPLICATE);
+
+        } else if (ngx_strcmp(outcome.data, "conflict") == 0) {
+            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CONFLICT);
+
+        } else if (ngx_strcmp(outcome.data, "case_opened") == 0) {
+            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CASE_OPENED);
+
+        } else {
+            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_STORED);
+        }
+
+        /* conflicts and cases need a person: make them stand out */
+        level = (ngx_strcmp(outcome.data, "conflict") == 0
+                 || ngx_strcmp(outcome.data, "case_opened") == 0)
+                ? NGX_LOG_WARN : NGX_LOG_INFO;
+
+        ngx_log_error(level, r->connection->log, 0,
+                      "mt5_credit: webhook %V: provider=%V event_row=%V "
+                      "credit=%V%s%V", &outcome, &lcf->provider, &event_id,
+                      credit_id.len ? &credit_id : &(ngx_str_t)
+                                                    ngx_string("-"),
+                      detail.len ? " " : "", &detail);
+    }
+
+    /* {"outcome":"...","event":N,"credit":N} */
+    len = sizeof("{\"outcome\":\"\",\"event\":,\"credit\":}") - 1
+          + outcome.len + event_id.len + credit_id.len + 2 * 4;
+
+    json = ngx_pnalloc(r->pool, len);
+    if (json == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(json, "{\"outcome\":\"%V\",\"event\":%V,\"credit\":%V}",
+                    &outcome,
+                    event_id.len ? &event_id : &(ngx_str_t) ngx_string("null"),
+                    credit_id.len ? &credit_id
+                                  : &(ngx_str_t) ngx_string("null"));
+
+    return ngx_mt5_credit_send(r, status, json, p - json);
+}
+
+
+static void
+ngx_mt5_credit_cleanup(void *data)
+{
+    ngx_mt5_credit_ctx_t  *ctx = data;
+
+    ngx_mt5_credit_pg_cancel(&ctx->op);
+}
+
+
+/*
+ * A refused webhook: one log line naming provider, scheme and reason
+ * (never a secret or a signature), a counter, and 400.  Nothing reaches
+ * the database.
+ */
+
+static ngx_int_t
+ngx_mt5_credit_reject(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx,
+    ngx_mt5_credit_sig_rc_e rc, int64_t skew)
+{
+    u_char                      *json, *p;
+    ngx_int_t                    drc;
+    const char                  *reason;
+    ngx_mt5_credit_stat_e        stat;
+    ngx_mt5_credit_loc_conf_t   *lcf;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    switch (rc) {
+
+    case NGX_MT5_CREDIT_SIG_MISSING_HEADER:
+        stat = NGX_MT5_CREDIT_STAT_REJECTED_MISSING_HEADER;
+        break;
+
+    case NGX_MT5_CREDIT_SIG_MALFORMED_HEADER:
+        stat = NGX_MT5_CREDIT_STAT_REJECTED_MALFORMED_HEADER;
+        break;
+
+    case NGX_MT5_CREDIT_SIG_TOO_OLD:
+        stat = NGX_MT5_CREDIT_STAT_REJECTED_TOO_OLD;
+        break;
+
+    case NGX_MT5_CREDIT_SIG_IN_FUTURE:
+        stat = NGX_MT5_CREDIT_STAT_REJECTED_IN_FUTURE;
+        break;
+
+    case NGX_MT5_CREDIT_SIG_BAD_SIGNATURE:
+        stat = NGX_MT5_CREDIT_STAT_REJECTED_BAD_SIGNATURE;
+        break;
+
+    default:
+        /* OpenSSL failed: our fault, not the sender's; let it retry */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mt5_credit: signature check failed internally: %s",
+                      ngx_mt5_credit_sig_reason(rc));
+        return ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_N);
+    }
+
+    ngx_mt5_credit_count(mcf, stat);
+
+    reason = ngx_mt5_credit_sig_reason(rc);
+
+    if (ctx->parsed.id.len) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: webhook rejected: provider=%V scheme=%s "
+                      "reason=%s skew=%Ls event=%*s", &lcf->provider,
+                      ngx_mt5_credit_scheme_name(lcf->sig), reason, skew,
+                      ctx->parsed.id.len, ctx->parsed.id.data);
+
+    } else {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: webhook rejected: provider=%V scheme=%s "
+                      "reason=%s skew=%Ls", &lcf->provider,
+                      ngx_mt5_credit_scheme_name(lcf->sig), reason, skew);
+    }
+
+    /* before the body was read, nginx must still drain it */
+    drc = ngx_http_discard_request_body(r);
+    if (drc != NGX_OK) {
+        return drc;
+    }
+
+    json = ngx_pnalloc(r->pool, sizeof("{\"error\":\"\"}") + 32);
+    if (json == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(json, "{\"error\":\"%s\"}", reason);
+
+    return ngx_mt5_credit_send(r, NGX_HTTP_BAD_REQUEST, json, p - json);
+}
+
+
+/*
+ * 503 + Retry-After: the outcome is unknown or nothing was stored, and
+ * the provider's retry is both safe and necessary.
+ */
+
+static ngx_int_t
+ngx_mt5_credit_unavailable(ngx_http_request_t *r, ngx_mt5_credit_stat_e why)
+{
+    u_char                      *p;
+    ngx_table_elt_t             *h;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    static u_char  json[] = "{\"error\":\"temporarily_unavailable\"}";
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    if (why != NGX_MT5_CREDIT_STAT_N) {
+        ngx_mt5_credit_count(mcf, why);
+    }
+
+    ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_RESPONSES_503);
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Retry-After");
+    h->value.data = p;
+    h->value.len = ngx_sprintf(p, "%T", mcf->retry_after) - p;
+
+    return ngx_mt5_credit_send(r, NGX_HTTP_SERVICE_UNAVAILABLE, json,
+                               sizeof(json) - 1);
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_send(ngx_http_request_t *r, ngx_uint_t status, u_char *json,
+    size_t len)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = json;
+    b->last = json + len;
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static const char *
+ngx_mt5_credit_scheme_name(ngx_mt5_credit_sig_conf_t *sig)
+{
+    switch (sig->scheme) {
+
+    case NGX_MT5_CREDIT_SIG_STRIPE:
+        return "stripe";
+
+    case NGX_MT5_CREDIT_SIG_STANDARD:
+        return "standard";
+
+    default:
+        return "hmac-sha256";
+    }
+}

@@ -1,0 +1,136 @@
+
+/*
+ * Copyright (C) mt5-credit
+ *
+ * ngx_mt5_credit_module: verifies provider webhooks on their raw bytes and
+ * stores each one, with at most one credit intent, in PostgreSQL through
+ * libpq's asynchronous API inside nginx's event loop; then wakes a worker
+ * through Redis (hiredis, asynchronous, best effort).
+ */
+
+
+#ifndef _NGX_MT5_CREDIT_MODULE_H_INCLUDED_
+#define _NGX_MT5_CREDIT_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_mt5_credit_signature.h"
+
+
+typedef struct ngx_mt5_credit_pg_pool_s  ngx_mt5_credit_pg_pool_t;
+typedef struct ngx_mt5_credit_redis_s    ngx_mt5_credit_redis_t;
+
+
+/*
+ * Counters and gauges kept in shared memory, so the status location shows
+ * the sum over all workers and survives a reload.  The order is the order
+ * of ngx_mt5_credit_stat_names[].
+ */
+typedef enum {
+    NGX_MT5_CREDIT_STAT_RECEIVED = 0,
+    NGX_MT5_CREDIT_STAT_REJECTED_METHOD,
+    NGX_MT5_CREDIT_STAT_REJECTED_MISSING_HEADER,
+    NGX_MT5_CREDIT_STAT_REJECTED_MALFORMED_HEADER,
+    NGX_MT5_CREDIT_STAT_REJECTED_BAD_SIGNATURE,
+    NGX_MT5_CREDIT_STAT_REJECTED_TOO_OLD,
+    NGX_MT5_CREDIT_STAT_REJECTED_IN_FUTURE,
+    NGX_MT5_CREDIT_STAT_REJECTED_MALFORMED_BODY,
+    NGX_MT5_CREDIT_STAT_REJECTED_BODY_ERROR,
+    NGX_MT5_CREDIT_STAT_STORED,
+    NGX_MT5_CREDIT_STAT_DUPLICATE,
+    NGX_MT5_CREDIT_STAT_CONFLICT,
+    NGX_MT5_CREDIT_STAT_CREDIT_CREATED,
+    NGX_MT5_CREDIT_STAT_CASE_OPENED,
+    NGX_MT5_CREDIT_STAT_DB_ERROR,
+    NGX_MT5_CREDIT_STAT_DB_TIMEOUT,
+    NGX_MT5_CREDIT_STAT_DB_UNAVAILABLE,
+    NGX_MT5_CREDIT_STAT_QUEUE_FULL,
+    NGX_MT5_CREDIT_STAT_QUEUE_TIMEOUT,
+    NGX_MT5_CREDIT_STAT_RESPONSES_503,
+    NGX_MT5_CREDIT_STAT_REDIS_WAKEUP,
+    NGX_MT5_CREDIT_STAT_REDIS_ERROR,
+    NGX_MT5_CREDIT_STAT_PG_CONNECTS,
+
+    /* gauges: raised and lowered by the workers */
+    NGX_MT5_CREDIT_STAT_PG_OPEN,
+    NGX_MT5_CREDIT_STAT_PG_BUSY,
+    NGX_MT5_CREDIT_STAT_PG_QUEUED,
+
+    NGX_MT5_CREDIT_STAT_N
+} ngx_mt5_credit_stat_e;
+
+
+typedef struct {
+    ngx_atomic_t                  value[NGX_MT5_CREDIT_STAT_N];
+} ngx_mt5_credit_stats_t;
+
+
+typedef struct {
+    /* PostgreSQL: libpq keywords/values parsed and checked at config time */
+    ngx_str_t                     pg_conninfo;
+    const char                  **pg_keywords;
+    const char                  **pg_values;
+    ngx_uint_t                    pg_pool_size;
+    ngx_uint_t                    pg_queue_size;
+    ngx_uint_t                    pg_max_requests;
+    ngx_msec_t                    pg_connect_timeout;
+    ngx_msec_t                    pg_query_timeout;
+    ngx_msec_t                    pg_queue_timeout;
+    ngx_msec_t                    pg_idle_timeout;
+    time_t                        retry_after;
+
+    /* Redis: an IP literal with port, or a unix socket */
+    ngx_str_t                     redis_addr;
+    ngx_str_t                     redis_host;     /* NUL-terminated */
+    ngx_int_t                     redis_port;     /* 0: unix socket */
+    ngx_str_t                     redis_key;
+    ngx_msec_t                    redis_timeout;
+    ngx_uint_t                    redis_queue_max;
+
+    ngx_shm_zone_t               *shm_zone;
+    ngx_mt5_credit_stats_t       *stats;
+
+    /* per worker, created in init_process */
+    ngx_mt5_credit_pg_pool_t     *pool;
+    ngx_mt5_credit_redis_t       *redis;
+
+    /* where the first mt5_credit_webhook is, for error messages */
+    ngx_str_t                     webhook_file;
+    ngx_uint_t                    webhook_line;
+} ngx_mt5_credit_main_conf_t;
+
+
+typedef struct {
+    ngx_str_t                     provider;       /* mt5_credit_webhook */
+    ngx_mt5_credit_sig_conf_t    *sig;            /* mt5_credit_signature */
+    ngx_str_t                     secret_file;
+    time_t                        tolerance;
+    ngx_flag_t                    status;         /* mt5_credit_status */
+
+    /* where the directives are, for errors found while merging */
+    ngx_str_t                     conf_file;
+    ngx_uint_t                    conf_line;
+} ngx_mt5_credit_loc_conf_t;
+
+
+extern ngx_module_t  ngx_mt5_credit_module;
+
+
+/* ngx_mt5_credit_handler.c */
+ngx_int_t ngx_mt5_credit_webhook_handler(ngx_http_request_t *r);
+
+/* ngx_mt5_credit_status.c */
+ngx_int_t ngx_mt5_credit_status_init_zone(ngx_conf_t *cf,
+    ngx_mt5_credit_main_conf_t *mcf);
+ngx_int_t ngx_mt5_credit_status_handler(ngx_http_request_t *r);
+void ngx_mt5_credit_stat_add(ngx_mt5_credit_main_conf_t *mcf,
+    ngx_mt5_credit_stat_e stat, ngx_atomic_int_t delta);
+
+#define ngx_mt5_credit_count(mcf, stat)                                      \
+    ngx_mt5_credit_stat_add(mcf, stat, 1)
+
+
+#endif /* _NGX_MT5_CREDIT_MODULE_H_INCLUDED_ */

@@ -1,0 +1,1016 @@
+
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The PostgreSQL pool: one per worker, created in init_process.
+ *
+ * Each connection is an explicit state machine driven by libpq's own
+ * return codes, never by nginx's ev->ready (libpq does its own recv/send,
+ * so nginx never sees EAGAIN):
+ *
+ *   CONNECTING --PQconnectPoll OK--> PREPARING --prepared--> IDLE
+ *   IDLE --statement sent--> BUSY --results drained to NULL--> IDLE
+ *   any state --error, EOF, timeout, graceful exit--> closed
+ *
+ * The socket is registered level-triggered.  libpq reads at most one
+ * buffer per PQconsumeInput(); with edge-triggered epoll the rest of a
+ * large answer would sit in the kernel with no new edge to wake us (the
+ * stall reported against ngx_postgres).  Write interest is registered only
+ * while libpq has unsent bytes or a connect step waits for writability.
+ *
+ * libpq owns the file descriptor: the nginx connection wrapping it is
+ * marked shared, so nginx never closes it, and PQfinish() does.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+
+#include "ngx_mt5_credit_pg.h"
+
+
+typedef enum {
+    NGX_MT5_CREDIT_PG_CONNECTING = 0,
+    NGX_MT5_CREDIT_PG_PREPARING,
+    NGX_MT5_CREDIT_PG_IDLE,
+    NGX_MT5_CREDIT_PG_BUSY
+} ngx_mt5_credit_pg_state_e;
+
+
+struct ngx_mt5_credit_pg_conn_s {
+    ngx_queue_t                   queue;      /* pool->idle or pool->active */
+    ngx_mt5_credit_pg_pool_t     *pool;
+    PGconn                       *pg;
+    ngx_connection_t             *c;
+    ngx_mt5_credit_pg_op_t       *op;         /* NULL if none or cancelled */
+    PGresult                     *result;     /* the statement's rows */
+    PGresult                     *error;      /* its first error, if any */
+    ngx_uint_t                    requests;
+    ngx_log_t                     log;
+    ngx_mt5_credit_pg_state_e     state;
+    unsigned                      flushing:1;
+};
+
+
+struct ngx_mt5_credit_pg_pool_s {
+    ngx_mt5_credit_main_conf_t   *mcf;
+    ngx_log_t                    *log;
+    ngx_queue_t                   idle;
+    ngx_queue_t                   active;
+    ngx_queue_t                   waiting;
+    ngx_uint_t                    nconns;
+    ngx_uint_t                    nwaiting;
+};
+
+
+static ngx_int_t ngx_mt5_credit_pg_connect(ngx_mt5_credit_pg_pool_t *pool);
+static ngx_int_t ngx_mt5_credit_pg_wrap(ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_unwrap(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_uint_t fd_closed);
+static ngx_int_t ngx_mt5_credit_pg_want_write(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_uint_t on);
+static void ngx_mt5_credit_pg_event_handler(ngx_event_t *ev);
+static void ngx_mt5_credit_pg_connect_step(ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_io_step(ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_idle_step(ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_timeout(ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_abort(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_mt5_credit_pg_rc_e rc, const char *why);
+static ngx_int_t ngx_mt5_credit_pg_flush(ngx_mt5_credit_pg_conn_t *conn);
+static ngx_int_t ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_mt5_credit_pg_op_t *op);
+static void ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_refill(ngx_mt5_credit_pg_pool_t *pool);
+static void ngx_mt5_credit_pg_fail_waiting(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_rc_e rc, const char *err);
+static void ngx_mt5_credit_pg_wait_timeout(ngx_event_t *ev);
+static void ngx_mt5_credit_pg_dequeue(ngx_mt5_credit_pg_op_t *op);
+static const char *ngx_mt5_credit_pg_message(PGconn *pg);
+
+
+/* parameter types of the ingest statement: text, text, bytea, text, int8 */
+static const Oid  ngx_mt5_credit_pg_types[NGX_MT5_CREDIT_PG_NPARAMS] = {
+    25, 25, 17, 25, 20
+};
+
+
+ngx_mt5_credit_pg_pool_t *
+ngx_mt5_credit_pg_pool_create(ngx_cycle_t *cycle,
+    ngx_mt5_credit_main_conf_t *mcf)
+{
+    ngx_mt5_credit_pg_pool_t  *pool;
+
+    pool = ngx_pcalloc(cycle->pool, sizeof(ngx_mt5_credit_pg_pool_t));
+    if (pool == NULL) {
+        return NULL;
+    }
+
+    pool->mcf = mcf;
+    pool->log = cycle->log;
+
+    ngx_queue_init(&pool->idle);
+    ngx_queue_init(&pool->active);
+    ngx_queue_init(&pool->waiting);
+
+    return pool;
+}
+
+
+void
+ngx_mt5_credit_pg_pool_destroy(ngx_mt5_credit_pg_pool_t *pool)
+{
+    ngx_queue_t               *q;
+    ngx_mt5_credit_pg_conn_t  *conn;
+
+    while (!ngx_queue_empty(&pool->idle)) {
+        q = ngx_queue_head(&pool->idle);
+        conn = ngx_queue_data(q, ngx_mt5_credit_pg_conn_t, queue);
+        ngx_mt5_credit_pg_close(conn);
+    }
+
+    /* only on a fast shutdown: the server rolls back what was open */
+    while (!ngx_queue_empty(&pool->active)) {
+        q = ngx_queue_head(&pool->active);
+        conn = ngx_queue_data(q, ngx_mt5_credit_pg_conn_t, queue);
+        conn->op = NULL;
+        ngx_mt5_credit_pg_close(conn);
+    }
+}
+
+
+ngx_int_t
+ngx_mt5_credit_pg_run(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_op_t *op)
+{
+    ngx_queue_t                 *q;
+    ngx_mt5_credit_pg_conn_t    *conn;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = pool->mcf;
+
+    op->pool = pool;
+    op->conn = NULL;
+    op->queued = 0;
+
+    while (!ngx_queue_empty(&pool->idle)) {
+        q = ngx_queue_head(&pool->idle);
+        conn = ngx_queue_data(q, ngx_mt5_credit_pg_conn_t, queue);
+
+        if (ngx_mt5_credit_pg_send(conn, op) == NGX_OK) {
+            return NGX_OK;
+        }
+
+        /* a connection that cannot even take a statement is dead */
+        ngx_mt5_credit_pg_close(conn);
+    }
+
+    if (pool->nwaiting >= mcf->pg_queue_size) {
+        return NGX_BUSY;
+    }
+
+    if (pool->nconns < mcf->pg_pool_size
+        && ngx_mt5_credit_pg_connect(pool) != NGX_OK
+        && pool->nconns == 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    ngx_queue_insert_tail(&pool->waiting, &op->queue);
+    op->queued = 1;
+    pool->nwaiting++;
+    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_QUEUED, 1);
+
+    /* not cancelable: a graceful exit waits for queued webhooks */
+    op->wait.handler = ngx_mt5_credit_pg_wait_timeout;
+    op->wait.data = op;
+    op->wait.log = op->log;
+    ngx_add_timer(&op->wait, mcf->pg_queue_timeout);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_mt5_credit_pg_cancel(ngx_mt5_credit_pg_op_t *op)
+{
+    if (op->queued) {
+        ngx_mt5_credit_pg_dequeue(op);
+        return;
+    }
+
+    if (op->conn != NULL) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, op->log, 0,
+                       "mt5_credit: statement on *%uA detached",
+                       op->conn->c->number);
+
+        op->conn->op = NULL;
+        op->conn = NULL;
+    }
+}
+
+
+static void
+ngx_mt5_credit_pg_dequeue(ngx_mt5_credit_pg_op_t *op)
+{
+    ngx_queue_remove(&op->queue);
+    op->queued = 0;
+    op->pool->nwaiting--;
+    ngx_mt5_credit_stat_add(op->pool->mcf, NGX_MT5_CREDIT_STAT_PG_QUEUED, -1);
+
+    if (op->wait.timer_set) {
+        ngx_del_timer(&op->wait);
+    }
+}
+
+
+static void
+ngx_mt5_credit_pg_wait_timeout(ngx_event_t *ev)
+{
+    ngx_mt5_credit_pg_op_t  *op = ev->data;
+
+    ngx_log_error(NGX_LOG_ERR, op->log, 0,
+                  "mt5_credit: no PostgreSQL connection became free within "
+                  "%M ms", op->pool->mcf->pg_queue_timeout);
+
+    ngx_mt5_credit_pg_dequeue(op);
+
+    op->handler(op, NGX_MT5_CREDIT_PG_QUEUE_TIMEOUT, NULL,
+                "wait queue timeout");
+}
+
+
+/*
+ * Starts a connection.  Failure here is synchronous and calls no
+ * operation's handler: the caller decides what its request gets.
+ */
+
+static ngx_int_t
+ngx_mt5_credit_pg_connect(ngx_mt5_credit_pg_pool_t *pool)
+{
+    PGconn                      *pg;
+    ngx_mt5_credit_pg_conn_t    *conn;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = pool->mcf;
+
+    pg = PQconnectStartParams(mcf->pg_keywords, mcf->pg_values, 0);
+
+    if (pg == NULL) {
+        ngx_log_error(NGX_LOG_ERR, pool->log, 0,
+                      "mt5_credit: PQconnectStartParams() out of memory");
+        return NGX_ERROR;
+    }
+
+    if (PQstatus(pg) == CONNECTION_BAD) {
+        ngx_log_error(NGX_LOG_ERR, pool->log, 0,
+                      "mt5_credit: could not connect to PostgreSQL: %s",
+                      ngx_mt5_credit_pg_message(pg));
+        PQfinish(pg);
+        return NGX_ERROR;
+    }
+
+    if (PQsetnonblocking(pg, 1) != 0) {
+        ngx_log_error(NGX_LOG_ERR, pool->log, 0,
+                      "mt5_credit: PQsetnonblocking() failed: %s",
+                      ngx_mt5_credit_pg_message(pg));
+        PQfinish(pg);
+        return NGX_ERROR;
+    }
+
+    conn = ngx_calloc(sizeof(ngx_mt5_credit_pg_conn_t), pool->log);
+    if (conn == NULL) {
+        PQfinish(pg);
+        return NGX_ERROR;
+    }
+
+    conn->pool = pool;
+    conn->pg = pg;
+    conn->state = NGX_MT5_CREDIT_PG_CONNECTING;
+    conn->log = *pool->log;
+    conn->log.action = "connecting to PostgreSQL";
+
+    if (ngx_mt5_credit_pg_wrap(conn) != NGX_OK) {
+        PQfinish(pg);
+        ngx_free(conn);
+        return NGX_ERROR;
+    }
+
+    /* libpq: treat PGRES_POLLING_WRITING as the first poll's answer */
+    if (ngx_mt5_credit_pg_want_write(conn, 1) != NGX_OK) {
+        ngx_mt5_credit_pg_unwrap(conn, 0);
+        PQfinish(pg);
+        ngx_free(conn);
+        return NGX_ERROR;
+    }
+
+    ngx_queue_insert_tail(&pool->active, &conn->queue);
+    pool->nconns++;
+
+    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_OPEN, 1);
+    ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_PG_CONNECTS);
+
+    ngx_add_timer(conn->c->read, mcf->pg_connect_timeout);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
+                   "mt5_credit: connecting to PostgreSQL on *%uA",
+                   conn->c->number);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_pg_wrap(ngx_mt5_credit_pg_conn_t *conn)
+{
+    int                fd;
+    ngx_connection_t  *c;
+
+    fd = PQsocket(conn->pg);
+    if (fd == -1) {
+        ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
+                      "mt5_credit: libpq has no socket: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(fd, &conn->log);
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* libpq's socket: nginx must never close() it */
+    c->shared = 1;
+    c->data = conn;
+    c->number = ngx_atomic_fetch_add(ngx_connection_counter, 1);
+
+    c->read->handler = ngx_mt5_credit_pg_event_handler;
+    c->write->handler = ngx_mt5_credit_pg_event_handler;
+    c->read->log = c->log;
+    c->write->log = c->log;
+
+    conn->c = c;
+
+    if (ngx_add_event(c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK) {
+        ngx_close_connection(c);
+        conn->c = NULL;
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Releases the nginx side of the connection.  fd_closed: libpq has
+ * already closed the socket (it switched sockets during a connect), so
+ * the kernel dropped it from epoll and asking epoll would fail.
+ */
+
+static void
+ngx_mt5_credit_pg_unwrap(ngx_mt5_credit_pg_conn_t *conn, ngx_uint_t fd_closed)
+{
+    ngx_uint_t         flags;
+    ngx_connection_t  *c;
+
+    c = conn->c;
+
+    if (c == NULL) {
+        return;
+    }
+
+    flags = fd_closed ? NGX_CLOSE_EVENT : 0;
+
+    /* event by event: epoll fails on removing what is not registered */
+    if (c->read->active) {
+        (void) ngx_del_event(c->read, NGX_READ_EVENT, flags);
+    }
+
+    if (c->write->active) {
+        (void) ngx_del_event(c->write, NGX_WRITE_EVENT, flags);
+    }
+
+    /* shared: frees timers, posted events and the slot, not the fd */
+    ngx_close_connection(c);
+    conn->c = NULL;
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_pg_want_write(ngx_mt5_credit_pg_conn_t *conn, ngx_uint_t on)
+{
+    ngx_event_t  *wev;
+
+    wev = conn->c->write;
+
+    if (on && !wev->active) {
+        return ngx_add_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT);
+    }
+
+    if (!on && wev->active) {
+        return ngx_del_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_mt5_credit_pg_event_handler(ngx_event_t *ev)
+{
+    ngx_connection_t          *c;
+    ngx_mt5_credit_pg_conn_t  *conn;
+
+    c = ev->data;
+    conn = c->data;
+
+    if (ev->timedout) {
+        ev->timedout = 0;
+        ngx_mt5_credit_pg_timeout(conn);
+        return;
+    }
+
+    if (c->close) {
+        /* graceful exit: nginx closes idle connections this way */
+        ngx_mt5_credit_pg_close(conn);
+        return;
+    }
+
+    switch (conn->state) {
+
+    case NGX_MT5_CREDIT_PG_CONNECTING:
+        ngx_mt5_credit_pg_connect_step(conn);
+        return;
+
+    case NGX_MT5_CREDIT_PG_IDLE:
+        ngx_mt5_credit_pg_idle_step(conn);
+        return;
+
+    default: /* PREPARING, BUSY */
+        ngx_mt5_credit_pg_io_step(conn);
+        return;
+    }
+}
+
+
+static void
+ngx_mt5_credit_pg_connect_step(ngx_mt5_credit_pg_conn_t *conn)
+{
+    int                          fd;
+    PostgresPollingStatusType    ps;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = conn->pool->mcf;
+
+    ps = PQconnectPoll(conn->pg);
+
+    /*
+     * libpq may close its socket and open another between polls (next
+     * host, SSL fallback); the new one must be registered instead.
+     */
+    fd = PQsocket(conn->pg);
+
+    if (ps != PGRES_POLLING_FAILED && fd != conn->c->fd) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
+                       "mt5_credit: libpq socket changed %d -> %d",
+                       conn->c->fd, fd);
+
+        ngx_mt5_credit_pg_unwrap(conn, 1);
+
+        if (ngx_mt5_credit_pg_wrap(conn) != NGX_OK) {
+            ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                    "cannot register libpq's new socket");
+            return;
+        }
+
+        ngx_add_timer(conn->c->read, mcf->pg_connect_timeout);
+    }
+
+    switch (ps) {
+
+    case PGRES_POLLING_READING:
+        if (ngx_mt5_credit_pg_want_write(conn, 0) != NGX_OK) {
+            ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                    "cannot change event interest");
+        }
+        return;
+
+    case PGRES_POLLING_WRITING:
+        if (ngx_mt5_credit_pg_want_write(conn, 1) != NGX_OK) {
+            ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                    "cannot change event interest");
+        }
+        return;
+
+    case PGRES_POLLING_FAILED:
+        ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
+                      "mt5_credit: could not connect to PostgreSQL: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                "connect failed");
+        return;
+
+    default: /* PGRES_POLLING_OK */
+        break;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
+                   "mt5_credit: connected to PostgreSQL on *%uA, preparing",
+                   conn->c->number);
+
+    /* prepared once per connection, asynchronously like everything else */
+    conn->state = NGX_MT5_CREDIT_PG_PREPARING;
+    conn->log.action = "preparing the ingest statement";
+
+    if (PQsendPrepare(conn->pg, NGX_MT5_CREDIT_PG_STMT,
+                      NGX_MT5_CREDIT_PG_QUERY, NGX_MT5_CREDIT_PG_NPARAMS,
+                      ngx_mt5_credit_pg_types)
+        == 0)
+    {
+        ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
+                      "mt5_credit: PQsendPrepare() failed: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                "prepare failed");
+        return;
+    }
+
+    conn->flushing = 1;
+    ngx_add_timer(conn->c->read, mcf->pg_query_timeout);
+
+    ngx_mt5_credit_pg_io_step(conn);
+}
+
+
+/*
+ * PREPARING and BUSY: flush what libpq still holds, read what arrived,
+ * and collect results until PQgetResult() says NULL: only then is the
+ * statement (and its implicit COMMIT) finished.
+ */
+
+static void
+ngx_mt5_credit_pg_io_step(ngx_mt5_credit_pg_conn_t *conn)
+{
+    PGresult        *res;
+    ExecStatusType   st;
+
+    if (PQconsumeInput(conn->pg) == 0) {
+        ngx_log_error(NGX_LOG_ERR, conn->op ? conn->op->log : &conn->log, 0,
+                      "mt5_credit: PostgreSQL connection lost: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_LOST,
+                                "connection lost");
+        return;
+    }
+
+    if (conn->flushing && ngx_mt5_credit_pg_flush(conn) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, conn->op ? conn->op->log : &conn->log, 0,
+                      "mt5_credit: sending to PostgreSQL failed: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_LOST, "send failed");
+        return;
+    }
+
+    while (!PQisBusy(conn->pg)) {
+
+        res = PQgetResult(conn->pg);
+
+        if (res == NULL) {
+            if (conn->flushing) {
+                /* nothing can have come back before everything went out */
+                return;
+            }
+
+            ngx_mt5_credit_pg_complete(conn);
+            return;
+        }
+
+        st = PQresultStatus(res);
+
+        if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+            if (conn->result == NULL) {
+                conn->result = res;
+                continue;
+            }
+
+        } else if (conn->error == NULL) {
+            conn->error = res;
+            continue;
+        }
+
+        PQclear(res);
+    }
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_pg_flush(ngx_mt5_credit_pg_conn_t *conn)
+{
+    switch (PQflush(conn->pg)) {
+
+    case 0:
+        conn->flushing = 0;
+        return ngx_mt5_credit_pg_want_write(conn, 0);
+
+    case 1:
+        /* the server may be waiting for us to read: both interests on */
+        return ngx_mt5_credit_pg_want_write(conn, 1);
+
+    default:
+        return NGX_ERROR;
+    }
+}
+
+
+static void
+ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
+{
+    char                        *err;
+    PGresult                    *res, *error;
+    ngx_mt5_credit_pg_op_t      *op;
+    ngx_mt5_credit_pg_rc_e       rc;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = conn->pool->mcf;
+
+    if (conn->c->read->timer_set) {
+        ngx_del_timer(conn->c->read);
+    }
+
+    res = conn->result;
+    error = conn->error;
+    conn->result = NULL;
+    conn->error = NULL;
+
+    if (conn->state == NGX_MT5_CREDIT_PG_PREPARING) {
+        PQclear(res);
+
+        if (error != NULL) {
+            ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
+                          "mt5_credit: preparing \"%s\" failed: %s",
+                          NGX_MT5_CREDIT_PG_QUERY,
+                          PQresultErrorMessage(error));
+            PQclear(error);
+            ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                    "prepare failed");
+            return;
+        }
+
+        ngx_mt5_credit_pg_release(conn);
+        return;
+    }
+
+    /* BUSY */
+
+    op = conn->op;
+    conn->op = NULL;
+    conn->requests++;
+    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
+
+    if (error != NULL) {
+        rc = NGX_MT5_CREDIT_PG_FAILED;
+        err = PQresultErrorMessage(error);
+
+    } else if (res == NULL) {
+        rc = NGX_MT5_CREDIT_PG_FAILED;
+        err = "no result";
+
+    } else {
+        rc = NGX_MT5_CREDIT_PG_OK;
+        err = NULL;
+    }
+
+    if (op != NULL) {
+        op->conn = NULL;
+    }
+
+    /* the connection goes back (or serves the next waiter) first */
+    ngx_mt5_credit_pg_release(conn);
+
+    if (op != NULL) {
+        op->handler(op, rc, rc == NGX_MT5_CREDIT_PG_OK ? res : NULL, err);
+    }
+
+    PQclear(res);
+    PQclear(error);
+}
+
+
+static void
+ngx_mt5_credit_pg_idle_step(ngx_mt5_credit_pg_conn_t *conn)
+{
+    PGresult  *res;
+
+    /* the server spoke on an idle connection: shutdown, restart, EOF */
+    if (PQconsumeInput(conn->pg) == 0
+        || PQstatus(conn->pg) != CONNECTION_OK)
+    {
+        ngx_log_error(NGX_LOG_INFO, &conn->log, 0,
+                      "mt5_credit: idle PostgreSQL connection closed: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        ngx_mt5_credit_pg_close(conn);
+        return;
+    }
+
+    if (!PQisBusy(conn->pg)) {
+        res = PQgetResult(conn->pg);
+
+        if (res != NULL) {
+            ngx_log_error(NGX_LOG_WARN, &conn->log, 0,
+                          "mt5_credit: unexpected result on an idle "
+                          "PostgreSQL connection: %s",
+                          PQresultErrorMessage(res));
+            PQclear(res);
+            ngx_mt5_credit_pg_close(conn);
+        }
+    }
+}
+
+
+static void
+ngx_mt5_credit_pg_timeout(ngx_mt5_credit_pg_conn_t *conn)
+{
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = conn->pool->mcf;
+
+    switch (conn->state) {
+
+    case NGX_MT5_CREDIT_PG_IDLE:
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
+                       "mt5_credit: idle PostgreSQL connection timed out");
+        ngx_mt5_credit_pg_close(conn);
+        return;
+
+    case NGX_MT5_CREDIT_PG_BUSY:
+        /*
+         * The statement may or may not have committed.  Closing the
+         * connection makes the server roll back whatever is still open;
+         * the provider gets 503 and retries, and the unique event key
+         * turns a retry of a committed event into a duplicate.
+         */
+        ngx_log_error(NGX_LOG_ERR, conn->op ? conn->op->log : &conn->log, 0,
+                      "mt5_credit: PostgreSQL did not answer within %M ms; "
+                      "connection closed, outcome unknown",
+                      mcf->pg_query_timeout);
+        ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_TIMEOUT,
+                                "query timeout");
+        return;
+
+    default: /* CONNECTING, PREPARING */
+        ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
+                      "mt5_credit: PostgreSQL connect timed out after %M ms",
+                      conn->state == NGX_MT5_CREDIT_PG_CONNECTING
+                      ? mcf->pg_connect_timeout : mcf->pg_query_timeout);
+        ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                "connect timeout");
+        return;
+    }
+}
+
+
+/*
+ * Gives up on a connection: its operation (if any, and not cancelled)
+ * gets rc; if that was the pool's last connection, everyone waiting gets
+ * UNAVAILABLE, otherwise a replacement connection is started for them.
+ */
+
+static void
+ngx_mt5_credit_pg_abort(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_mt5_credit_pg_rc_e rc, const char *why)
+{
+    ngx_mt5_credit_pg_op_t    *op;
+    ngx_mt5_credit_pg_pool_t  *pool;
+
+    pool = conn->pool;
+    op = conn->op;
+
+    if (op != NULL) {
+        op->conn = NULL;
+        conn->op = NULL;
+    }
+
+    ngx_mt5_credit_pg_close(conn);
+
+    if (op != NULL) {
+        op->handler(op, rc, NULL, why);
+    }
+
+    ngx_mt5_credit_pg_refill(pool);
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_mt5_credit_pg_op_t *op)
+{
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = conn->pool->mcf;
+
+    if (PQsendQueryPrepared(conn->pg, NGX_MT5_CREDIT_PG_STMT,
+                            NGX_MT5_CREDIT_PG_NPARAMS, op->values,
+                            op->lengths, op->formats, 0)
+        == 0)
+    {
+        ngx_log_error(NGX_LOG_ERR, op->log, 0,
+                      "mt5_credit: PQsendQueryPrepared() failed: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        return NGX_ERROR;
+    }
+
+    /* the parameters are in libpq's buffer now; op may go any time */
+
+    ngx_queue_remove(&conn->queue);
+    ngx_queue_insert_tail(&conn->pool->active, &conn->queue);
+
+    conn->c->idle = 0;
+    conn->c->log = &conn->log;
+    conn->state = NGX_MT5_CREDIT_PG_BUSY;
+    conn->log.action = "running the ingest statement";
+    conn->op = op;
+    conn->flushing = 1;
+    op->conn = conn;
+
+    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, 1);
+
+    /* not cancelable: a graceful exit lets a running statement finish */
+    conn->c->read->cancelable = 0;
+    ngx_add_timer(conn->c->read, mcf->pg_query_timeout);
+
+    if (ngx_mt5_credit_pg_flush(conn) != NGX_OK) {
+        /* nothing reached the server for sure; the caller may retry */
+        conn->op = NULL;
+        op->conn = NULL;
+        conn->state = NGX_MT5_CREDIT_PG_IDLE;
+        ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
+        ngx_log_error(NGX_LOG_ERR, op->log, 0,
+                      "mt5_credit: sending to PostgreSQL failed: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A connection finished its work: it serves the next waiter, goes idle,
+ * or is closed if it is not clean enough to reuse.
+ */
+
+static void
+ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
+{
+    ngx_queue_t                 *q;
+    ngx_mt5_credit_pg_op_t      *op;
+    ngx_mt5_credit_pg_pool_t    *pool;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    pool = conn->pool;
+    mcf = pool->mcf;
+
+    conn->state = NGX_MT5_CREDIT_PG_IDLE;
+
+    if (PQstatus(conn->pg) != CONNECTION_OK
+        || PQtransactionStatus(conn->pg) != PQTRANS_IDLE
+        || conn->requests >= mcf->pg_max_requests
+        || ngx_exiting || ngx_terminate || ngx_quit)
+    {
+        ngx_mt5_credit_pg_close(conn);
+        ngx_mt5_credit_pg_refill(pool);
+        return;
+    }
+
+    while (!ngx_queue_empty(&pool->waiting)) {
+        q = ngx_queue_head(&pool->waiting);
+        op = ngx_queue_data(q, ngx_mt5_credit_pg_op_t, queue);
+
+        ngx_mt5_credit_pg_dequeue(op);
+
+        if (ngx_mt5_credit_pg_send(conn, op) == NGX_OK) {
+            return;
+        }
+
+        /* the statement never left: a clean "try again" for its owner */
+        ngx_mt5_credit_pg_close(conn);
+        op->handler(op, NGX_MT5_CREDIT_PG_UNAVAILABLE, NULL, "send failed");
+        ngx_mt5_credit_pg_refill(pool);
+        return;
+    }
+
+    ngx_queue_remove(&conn->queue);
+    ngx_queue_insert_head(&pool->idle, &conn->queue);
+
+    conn->log.action = "keeping an idle PostgreSQL connection";
+    conn->c->idle = 1;
+    conn->c->log = &conn->log;
+
+    if (ngx_mt5_credit_pg_want_write(conn, 0) != NGX_OK) {
+        ngx_mt5_credit_pg_close(conn);
+        return;
+    }
+
+    ngx_add_timer(conn->c->read, mcf->pg_idle_timeout);
+    conn->c->read->cancelable = 1;
+}
+
+
+/*
+ * Waiters and no connection that could serve them: open one, or, when
+ * none can be opened at all, tell them now rather than at their timeout.
+ */
+
+static void
+ngx_mt5_credit_pg_refill(ngx_mt5_credit_pg_pool_t *pool)
+{
+    if (pool->nwaiting == 0) {
+        return;
+    }
+
+    if (pool->nconns < pool->mcf->pg_pool_size
+        && ngx_mt5_credit_pg_connect(pool) == NGX_OK)
+    {
+        return;
+    }
+
+    if (pool->nconns == 0) {
+        ngx_mt5_credit_pg_fail_waiting(pool, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                       "PostgreSQL unavailable");
+    }
+}
+
+
+static void
+ngx_mt5_credit_pg_fail_waiting(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_rc_e rc, const char *err)
+{
+    ngx_queue_t             *q;
+    ngx_mt5_credit_pg_op_t  *op;
+
+    while (!ngx_queue_empty(&pool->waiting)) {
+        q = ngx_queue_head(&pool->waiting);
+        op = ngx_queue_data(q, ngx_mt5_credit_pg_op_t, queue);
+
+        ngx_mt5_credit_pg_dequeue(op);
+        op->handler(op, rc, NULL, err);
+    }
+}
+
+
+static void
+ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn)
+{
+    ngx_mt5_credit_pg_pool_t    *pool;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    pool = conn->pool;
+    mcf = pool->mcf;
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
+                   "mt5_credit: closing PostgreSQL connection");
+
+    if (conn->state == NGX_MT5_CREDIT_PG_BUSY) {
+        ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
+    }
+
+    if (conn->op != NULL) {
+        conn->op->conn = NULL;
+        conn->op = NULL;
+    }
+
+    PQclear(conn->result);
+    PQclear(conn->error);
+
+    ngx_queue_remove(&conn->queue);
+    pool->nconns--;
+    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_OPEN, -1);
+
+    ngx_mt5_credit_pg_unwrap(conn, 0);
+
+    /* closes the socket; the server rolls back anything still open */
+    PQfinish(conn->pg);
+
+    ngx_free(conn);
+}
+
+
+/* libpq's last error, on one line, for the error log */
+
+static const char *
+ngx_mt5_credit_pg_message(PGconn *pg)
+{
+    char  *msg, *p;
+
+    msg = PQerrorMessage(pg);
+
+    for (p = msg; *p; p++) {
+        if (*p == '\n') {
+            *p = (p[1] == '\0') ? '\0' : ' ';
+        }
+    }
+
+    return (*msg != '\0') ? msg : "(no message)";
+}

@@ -1,0 +1,101 @@
+
+/*
+ * Copyright (C) mt5-credit
+ *
+ * A per-worker pool of PostgreSQL connections driven by libpq's
+ * asynchronous API inside nginx's event loop: non-blocking connect, send,
+ * flush and read; a bounded wait queue; timeouts enforced here, because
+ * libpq enforces none of them on a non-blocking connection.
+ */
+
+
+#ifndef _NGX_MT5_CREDIT_PG_H_INCLUDED_
+#define _NGX_MT5_CREDIT_PG_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+
+#include <libpq-fe.h>
+
+#include "ngx_mt5_credit_module.h"
+
+
+/* the one statement this pool runs, prepared on every new connection */
+#define NGX_MT5_CREDIT_PG_STMT       "mt5credit_ingest"
+#define NGX_MT5_CREDIT_PG_QUERY                                              \
+    "SELECT outcome, credit_id, event_row_id, detail "                       \
+    "FROM mt5credit.ingest($1, $2, $3, $4, $5)"
+#define NGX_MT5_CREDIT_PG_NPARAMS    5
+
+
+/* how an operation ended */
+typedef enum {
+    NGX_MT5_CREDIT_PG_OK = 0,        /* committed; result available */
+    NGX_MT5_CREDIT_PG_FAILED,        /* the server reported an error */
+    NGX_MT5_CREDIT_PG_TIMEOUT,       /* no answer in time: outcome unknown */
+    NGX_MT5_CREDIT_PG_LOST,          /* connection lost: outcome unknown */
+    NGX_MT5_CREDIT_PG_UNAVAILABLE,   /* no connection could be made */
+    NGX_MT5_CREDIT_PG_QUEUE_TIMEOUT  /* waited too long for a connection */
+} ngx_mt5_credit_pg_rc_e;
+
+
+typedef struct ngx_mt5_credit_pg_conn_s  ngx_mt5_credit_pg_conn_t;
+typedef struct ngx_mt5_credit_pg_op_s    ngx_mt5_credit_pg_op_t;
+
+/*
+ * Called exactly once per operation that ngx_mt5_credit_pg_run() accepted,
+ * unless it was cancelled first.  res is valid only during the call (NULL
+ * unless rc is OK); err is a message for the log (NULL if rc is OK).
+ */
+typedef void (*ngx_mt5_credit_pg_done_pt)(ngx_mt5_credit_pg_op_t *op,
+    ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err);
+
+
+/*
+ * One statement execution, owned by its caller (a request).  The
+ * parameters are copied into libpq's buffer when the statement is sent, so
+ * they need to live only until then.
+ */
+struct ngx_mt5_credit_pg_op_s {
+    ngx_queue_t                   queue;        /* in the wait queue */
+    ngx_event_t                   wait;         /* wait-queue timer */
+    ngx_mt5_credit_pg_pool_t     *pool;
+    ngx_mt5_credit_pg_conn_t     *conn;         /* while on a connection */
+
+    const char                   *values[NGX_MT5_CREDIT_PG_NPARAMS];
+    int                           lengths[NGX_MT5_CREDIT_PG_NPARAMS];
+    int                           formats[NGX_MT5_CREDIT_PG_NPARAMS];
+
+    ngx_mt5_credit_pg_done_pt     handler;
+    void                         *data;
+    ngx_log_t                    *log;
+
+    unsigned                      queued:1;
+};
+
+
+ngx_mt5_credit_pg_pool_t *ngx_mt5_credit_pg_pool_create(ngx_cycle_t *cycle,
+    ngx_mt5_credit_main_conf_t *mcf);
+void ngx_mt5_credit_pg_pool_destroy(ngx_mt5_credit_pg_pool_t *pool);
+
+/*
+ * Starts op on an idle connection or queues it.  NGX_OK: op->handler will
+ * be called.  NGX_BUSY: the wait queue is full.  NGX_DECLINED: no
+ * connection can be made right now.  In both refusals the handler is not
+ * called and op is not referenced any more.
+ */
+ngx_int_t ngx_mt5_credit_pg_run(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_op_t *op);
+
+/*
+ * Detaches op (its owner is going away): the handler will not be called.
+ * A statement already sent runs to its end on its connection, which then
+ * returns to the pool; a webhook whose request vanished is still stored,
+ * and the provider's retry will find it as a duplicate.
+ */
+void ngx_mt5_credit_pg_cancel(ngx_mt5_credit_pg_op_t *op);
+
+
+#endif /* _NGX_MT5_CREDIT_PG_H_INCLUDED_ */
