@@ -80,6 +80,10 @@ static ngx_str_t  ngx_mt5_credit_sw_timestamp =
     ngx_string("webhook-timestamp");
 static ngx_str_t  ngx_mt5_credit_sw_signature =
     ngx_string("webhook-signature");
+static ngx_str_t  ngx_mt5_credit_none = ngx_string("-");
+static ngx_str_t  ngx_mt5_credit_null = ngx_string("null");
+static ngx_str_t  ngx_mt5_credit_malformed =
+    ngx_string("{\"error\":\"malformed_body\"}");
 
 
 ngx_int_t
@@ -507,7 +511,7 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
     size_t                       len;
     int64_t                      credit;
     ngx_str_t                    outcome, credit_id, event_id, detail;
-    ngx_uint_t                   status, level;
+    ngx_uint_t                   level;
     ngx_mt5_credit_loc_conf_t   *lcf;
     ngx_mt5_credit_main_conf_t  *mcf;
 
@@ -530,53 +534,53 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
     detail.data = (u_char *) PQgetvalue(res, 0, 3);
     detail.len = PQgetlength(res, 0, 3);
 
-    status = NGX_HTTP_OK;
-
     if (ngx_strcmp(outcome.data, "malformed") == 0) {
-        status = NGX_HTTP_BAD_REQUEST;
+        /* signed, but not an event: nothing was stored */
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_MALFORMED_BODY);
 
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "mt5_credit: webhook rejected: provider=%V "
                       "reason=malformed_body (%V)", &lcf->provider, &detail);
 
-    } else {
-        if (ngx_strcmp(outcome.data, "credit_created") == 0) {
-            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CREDIT_CREATED);
+        return ngx_mt5_credit_send(r, NGX_HTTP_BAD_REQUEST,
+                                   ngx_mt5_credit_malformed.data,
+                                   ngx_mt5_credit_malformed.len);
+    }
 
-            credit = ngx_atoof(credit_id.data, credit_id.len);
+    if (ngx_strcmp(outcome.data, "credit_created") == 0) {
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CREDIT_CREATED);
 
-            /* committed: now, and only now, wake a worker */
-            if (mcf->redis != NULL && credit > 0) {
-                ngx_mt5_credit_redis_wake(mcf->redis, credit,
-                                          r->connection->log);
-            }
+        credit = ngx_atoof(credit_id.data, credit_id.len);
 
-        } else if (ngx_strcmp(outcome.data, "duplicate") == 0) {
-            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_DUPLICATE);
-
-        } else if (ngx_strcmp(outcome.data, "conflict") == 0) {
-            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CONFLICT);
-
-        } else if (ngx_strcmp(outcome.data, "case_opened") == 0) {
-            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CASE_OPENED);
-
-        } else {
-            ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_STORED);
+        /* committed: now, and only now, wake a worker */
+        if (mcf->redis != NULL && credit > 0) {
+            ngx_mt5_credit_redis_wake(mcf->redis, credit,
+                                      r->connection->log);
         }
 
-        /* conflicts and cases need a person: make them stand out */
-        level = (ngx_strcmp(outcome.data, "conflict") == 0
-                 || ngx_strcmp(outcome.data, "case_opened") == 0)
-                ? NGX_LOG_WARN : NGX_LOG_INFO;
+    } else if (ngx_strcmp(outcome.data, "duplicate") == 0) {
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_DUPLICATE);
 
-        ngx_log_error(level, r->connection->log, 0,
-                      "mt5_credit: webhook %V: provider=%V event_row=%V "
-                      "credit=%V%s%V", &outcome, &lcf->provider, &event_id,
-                      credit_id.len ? &credit_id : &(ngx_str_t)
-                                                    ngx_string("-"),
-                      detail.len ? " " : "", &detail);
+    } else if (ngx_strcmp(outcome.data, "conflict") == 0) {
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CONFLICT);
+
+    } else if (ngx_strcmp(outcome.data, "case_opened") == 0) {
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CASE_OPENED);
+
+    } else {
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_STORED);
     }
+
+    /* conflicts and cases need a person: make them stand out */
+    level = (ngx_strcmp(outcome.data, "conflict") == 0
+             || ngx_strcmp(outcome.data, "case_opened") == 0)
+            ? NGX_LOG_WARN : NGX_LOG_INFO;
+
+    ngx_log_error(level, r->connection->log, 0,
+                  "mt5_credit: webhook %V: provider=%V event_row=%V "
+                  "credit=%V%s%V", &outcome, &lcf->provider, &event_id,
+                  credit_id.len ? &credit_id : &ngx_mt5_credit_none,
+                  detail.len ? " " : "", &detail);
 
     /* {"outcome":"...","event":N,"credit":N} */
     len = sizeof("{\"outcome\":\"\",\"event\":,\"credit\":}") - 1
@@ -589,11 +593,10 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
 
     p = ngx_sprintf(json, "{\"outcome\":\"%V\",\"event\":%V,\"credit\":%V}",
                     &outcome,
-                    event_id.len ? &event_id : &(ngx_str_t) ngx_string("null"),
-                    credit_id.len ? &credit_id
-                                  : &(ngx_str_t) ngx_string("null"));
+                    event_id.len ? &event_id : &ngx_mt5_credit_null,
+                    credit_id.len ? &credit_id : &ngx_mt5_credit_null);
 
-    return ngx_mt5_credit_send(r, status, json, p - json);
+    return ngx_mt5_credit_send(r, NGX_HTTP_OK, json, p - json);
 }
 
 

@@ -1,0 +1,117 @@
+package Mt5Credit::Provider;
+
+# A payment provider simulator for tests and the demo: builds provider
+# events the way Stripe and a Standard Webhooks PSP send them, and signs
+# them over their exact bytes.
+
+use strict;
+use warnings;
+
+use Digest::SHA qw(hmac_sha256_hex hmac_sha256_base64);
+use MIME::Base64 qw(decode_base64);
+use Exporter 'import';
+
+our @EXPORT_OK = qw(stripe_sign standard_sign hmac_hex stripe_event
+                    standard_event stripe_headers standard_headers);
+
+my $seq = 0;
+
+sub uniq { return sprintf('%d%05d%04d', time, $$ % 100000, ++$seq) }
+
+# Stripe-Signature over "<t>.<body>", key = the secret string itself.
+sub stripe_sign {
+    my ($secret, $body, $t) = @_;
+    $t //= time;
+    return "t=$t,v1=" . hmac_sha256_hex("$t.$body", $secret);
+}
+
+sub stripe_headers {
+    my ($secret, $body, $t) = @_;
+    return [ [ 'Stripe-Signature', stripe_sign($secret, $body, $t) ],
+             [ 'Content-Type', 'application/json' ] ];
+}
+
+# Standard Webhooks over "<id>.<ts>.<body>", key = base64 after "whsec_".
+sub standard_sign {
+    my ($secret, $id, $body, $ts) = @_;
+    $ts //= time;
+    (my $b64 = $secret) =~ s/^whsec_//;
+    my $sig = hmac_sha256_base64("$id.$ts.$body", decode_base64($b64));
+    $sig .= '=' while length($sig) % 4;
+    return "v1,$sig";
+}
+
+sub standard_headers {
+    my ($secret, $id, $body, $ts) = @_;
+    $ts //= time;
+    return [ [ 'webhook-id', $id ], [ 'webhook-timestamp', $ts ],
+             [ 'webhook-signature', standard_sign($secret, $id, $body, $ts) ],
+             [ 'Content-Type', 'application/json' ] ];
+}
+
+sub hmac_hex { return hmac_sha256_hex($_[1], $_[0]) }
+
+# A Stripe event body.  %o: type, deposit (reference), amount, currency,
+# pi (PaymentIntent id), charge, dispute, status, payment_status, id.
+sub stripe_event {
+    my (%o) = @_;
+    my $type = $o{type} || 'checkout.session.completed';
+    my $id = $o{id} || 'evt_' . uniq();
+    my $pi = $o{pi} || 'pi_' . uniq();
+    my $cur = lc($o{currency} || 'usd');
+    my $amount = $o{amount} // 50000;
+    my $dep = $o{deposit} // 'dep_000001';
+    my $object;
+
+    if ($type =~ /^checkout\.session\./) {
+        my $ps = $o{payment_status} || 'paid';
+        $object = qq({"id": "cs_test_$id", "object": "checkout.session", )
+            . qq("amount_total": $amount, "client_reference_id": "$dep", )
+            . qq("currency": "$cur", "metadata": {"deposit_id": "$dep"}, )
+            . qq("mode": "payment", "payment_intent": "$pi", )
+            . qq("payment_status": "$ps", "status": "complete"});
+    } elsif ($type eq 'payment_intent.succeeded') {
+        my $meta = defined $o{deposit} ? qq({"deposit_id": "$dep"}) : '{}';
+        $object = qq({"id": "$pi", "object": "payment_intent", )
+            . qq("amount": $amount, "amount_received": $amount, )
+            . qq("currency": "$cur", "metadata": $meta, )
+            . qq("status": "succeeded"});
+    } elsif ($type eq 'charge.refunded') {
+        my $ch = $o{charge} || 'ch_' . uniq();
+        $object = qq({"id": "$ch", "object": "charge", "amount": )
+            . ($o{charge_amount} // $amount)
+            . qq(, "amount_refunded": $amount, "currency": "$cur", )
+            . qq("payment_intent": "$pi", "refunded": true, )
+            . qq("status": "succeeded"});
+    } elsif ($type =~ /^charge\.dispute\./) {
+        my $du = $o{dispute} || 'du_' . uniq();
+        my $st = $o{status} || 'lost';
+        $object = qq({"id": "$du", "object": "dispute", "amount": $amount, )
+            . qq("charge": "ch_x", "currency": "$cur", )
+            . qq("payment_intent": "$pi", "reason": "fraudulent", )
+            . qq("status": "$st"});
+    } else {
+        $object = qq({"id": "obj_$id", "object": "unknown"});
+    }
+
+    return qq({\n  "id": "$id",\n  "object": "event",\n)
+         . qq(  "api_version": "2025-03-31.basil",\n  "created": ) . time
+         . qq(,\n  "data": {\n    "object": $object\n  },\n)
+         . qq(  "livemode": false,\n  "type": "$type"\n}\n);
+}
+
+# The generic payload (docs/providers.md) for Standard Webhooks PSPs.
+sub standard_event {
+    my (%o) = @_;
+    my $type = $o{type} || 'payment.succeeded';
+    my $amount = $o{amount} // 50000;
+    my $cur = $o{currency} || 'USD';
+    my $extra = '';
+    $extra .= qq(, "deposit_reference": "$o{deposit}") if defined $o{deposit};
+    $extra .= qq(, "refund_id": "$o{refund}") if defined $o{refund};
+    $extra .= qq(, "chargeback_id": "$o{chargeback}") if defined $o{chargeback};
+    return qq({"type": "$type", "data": {"payment_id": "$o{payment}", )
+         . qq("amount_minor": $amount, "currency": "$cur"$extra}});
+}
+
+1;

@@ -1,0 +1,460 @@
+package Mt5Credit::Sandbox;
+
+# Real PostgreSQL, Redis and nginx on loopback ports in a temp dir, for one
+# test file.  Everything started here is stopped when the sandbox goes out
+# of scope, when the test dies, and on SIGINT/SIGTERM: a failing test never
+# leaves a server behind.
+#
+# PostgreSQL refuses to run as root; the test runner (t/run-tests) drops
+# to an unprivileged user first, and this module refuses root outright.
+
+use strict;
+use warnings;
+
+use Carp qw(croak);
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Path qw(make_path);
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use POSIX qw(:sys_wait_h);
+use Time::HiRes qw(sleep time);
+
+our $ROOT = abs_path(dirname(__FILE__) . '/../../..');
+our $PGBIN = '/usr/lib/postgresql/15/bin';
+our $NGINX = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
+our $MODULE = $ENV{MT5CREDIT_MODULE} || "$ROOT/build/ngx_mt5_credit_module.so";
+our $SHARED = $ENV{MT5CREDIT_SHARED} || abs_path("$ROOT/../shared");
+
+my @LIVE;    # sandboxes to tear down on a signal
+
+for my $sig (qw(INT TERM HUP)) {
+    $SIG{$sig} = sub { $_->teardown for @LIVE; exit 130 };
+}
+
+sub new {
+    my ($class, %opt) = @_;
+
+    croak "run the tests as an unprivileged user (t/run-tests does)"
+        if $> == 0;
+
+    my $keep = $ENV{MT5CREDIT_KEEP} ? 1 : 0;
+    my $dir = tempdir('mt5credit-XXXXXX', TMPDIR => 1, CLEANUP => !$keep);
+
+    my $self = bless {
+        dir     => $dir,
+        keep    => $keep,
+        pids    => {},
+        db      => 'mt5credit',
+        owner   => $$,
+        %opt,
+    }, $class;
+
+    push @LIVE, $self;
+    return $self;
+}
+
+sub dir { $_[0]{dir} }
+
+# A free TCP port on 127.0.0.1.  Bound and released: a race with another
+# process is possible but harmless here (the server start would fail loudly).
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                  LocalPort => 0, Proto => 'tcp', ReuseAddr => 1)
+        or croak "no free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+sub wait_port {
+    my ($port, $what, $timeout) = @_;
+    my $until = time + ($timeout || 30);
+    while (time < $until) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $port, Proto => 'tcp');
+        if ($s) { close $s; return 1 }
+        sleep 0.05;
+    }
+    croak "$what did not listen on 127.0.0.1:$port";
+}
+
+sub run_cmd {
+    my (@cmd) = @_;
+    my $out = `@cmd 2>&1`;
+    croak "failed ($?): @cmd\n$out" if $?;
+    return $out;
+}
+
+sub spawn {
+    my ($self, $name, @cmd) = @_;
+    my $log = "$self->{dir}/$name.out";
+    my $pid = fork // croak "fork: $!";
+    if ($pid == 0) {
+        open STDOUT, '>>', $log or die;
+        open STDERR, '>&', \*STDOUT or die;
+        setpgrp(0, 0);
+        exec @cmd or die "exec @cmd: $!";
+    }
+    $self->{pids}{$name} = $pid;
+    return $pid;
+}
+
+sub reap {
+    my ($self, $name, $signal, $timeout) = @_;
+    my $pid = delete $self->{pids}{$name} or return;
+    kill $signal, $pid;
+    my $until = time + ($timeout || 30);
+    while (time < $until) {
+        return $? if waitpid($pid, WNOHANG) == $pid;
+        sleep 0.05;
+    }
+    kill 'KILL', $pid;
+    waitpid($pid, 0);
+    return $?;
+}
+
+# ---------------------------------------------------------------- PostgreSQL
+
+sub start_postgres {
+    my ($self) = @_;
+    my $data = "$self->{dir}/pg";
+    my $port = $self->{pg_port} ||= free_port();
+
+    unless (-d $data) {
+        run_cmd("$PGBIN/initdb", '-D', $data, '-U', 'mt5', '-A', 'trust',
+                '-E', 'UTF8', '--no-sync', '--locale=C.UTF-8');
+        open my $fh, '>>', "$data/postgresql.conf" or croak $!;
+        print $fh "listen_addresses = '127.0.0.1'\n",
+                  "port = $port\n",
+                  "unix_socket_directories = '$self->{dir}'\n",
+                  "fsync = off\nfull_page_writes = off\n",
+                  "max_connections = 200\n",
+                  "log_min_messages = warning\n";
+        close $fh;
+    }
+
+    run_cmd("$PGBIN/pg_ctl", '-D', $data, '-l', "$self->{dir}/pg.log",
+            '-w', '-t', '60', 'start');
+    $self->{pg_up} = 1;
+
+    unless ($self->{pg_ready}++) {
+        run_cmd("$PGBIN/createdb", '-h', '127.0.0.1', '-p', $port, '-U',
+                'mt5', $self->{db});
+        $self->migrate;
+        $self->psql(<<'SQL');
+CREATE ROLE edge LOGIN IN ROLE mt5credit_ingest;
+CREATE ROLE portal LOGIN IN ROLE mt5credit_portal;
+SQL
+    }
+    return $port;
+}
+
+sub stop_postgres {
+    my ($self, $mode) = @_;
+    return unless $self->{pg_up};
+    run_cmd("$PGBIN/pg_ctl", '-D', "$self->{dir}/pg", '-m', $mode || 'fast',
+            '-w', 'stop');
+    $self->{pg_up} = 0;
+}
+
+sub migrate {
+    my ($self) = @_;
+    return run_cmd("$ROOT/sql/migrate", $self->psql_args);
+}
+
+sub pg_port { $_[0]{pg_port} }
+
+sub psql_args {
+    my ($self, $user) = @_;
+    return ('-h', '127.0.0.1', '-p', $self->{pg_port}, '-U', $user || 'mt5',
+            '-d', $self->{db});
+}
+
+# Runs SQL (as the superuser unless {user}); returns rows as arrays of
+# fields split on '|'.  Dies on an error unless {may_fail}, in which case
+# it returns the error text instead.
+sub psql {
+    my ($self, $sql, %opt) = @_;
+    my $file = "$self->{dir}/q-$$.sql";
+    open my $fh, '>', $file or croak $!;
+    print $fh $sql;
+    close $fh;
+    my @args = $self->psql_args($opt{user});
+    my $out = `psql -X -q -At -v ON_ERROR_STOP=1 @args -f $file 2>&1`;
+    my $failed = $?;
+    unlink $file;
+    if ($failed) {
+        return $out if $opt{may_fail};
+        croak "psql failed: $out\nSQL: $sql";
+    }
+    croak "psql succeeded but should have failed: $sql" if $opt{may_fail}
+        && $opt{must_fail};
+    return $out if $opt{raw};
+    return [ map { [ split /\|/, $_, -1 ] } split /\n/, $out ];
+}
+
+# One value.
+sub sql1 {
+    my ($self, $sql, %opt) = @_;
+    my $rows = $self->psql($sql, %opt);
+    return $rows->[0][0];
+}
+
+# A session kept open, for holding locks while the test does other things.
+sub psql_session {
+    my ($self) = @_;
+    my @args = $self->psql_args;
+    my $out = "$self->{dir}/session-" . int(rand(1e9)) . '.out';
+    open my $pipe, '|-', "psql -X -q -At @args > $out 2>&1" or croak $!;
+    my $old = select $pipe; $| = 1; select $old;
+    return Mt5Credit::Sandbox::Session->new($pipe, $out);
+}
+
+# ---------------------------------------------------------------- Redis
+
+sub start_redis {
+    my ($self) = @_;
+    my $port = $self->{redis_port} ||= free_port();
+    $self->spawn('redis', 'redis-server', '--port', $port,
+                 '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+                 '--dir', $self->{dir}, '--logfile', "$self->{dir}/redis.log");
+    wait_port($port, 'redis');
+    return $port;
+}
+
+sub stop_redis {
+    my ($self) = @_;
+    $self->reap('redis', 'TERM');
+}
+
+sub redis_port { $_[0]{redis_port} }
+
+sub redis_cli {
+    my ($self, @cmd) = @_;
+    my $out = `redis-cli -h 127.0.0.1 -p $self->{redis_port} @cmd 2>&1`;
+    chomp $out;
+    return $out;
+}
+
+# ---------------------------------------------------------------- nginx
+
+# $body goes inside http { }; %%PORT%%, %%DIR%%, %%PG%% (a conninfo for
+# the edge role), %%REDIS%% are replaced.  Main-level extras via {main}.
+sub nginx_conf {
+    my ($self, $http, %opt) = @_;
+    my $dir = $self->{dir};
+    my $port = $self->{nginx_port} ||= free_port();
+    my $workers = $opt{workers} || 1;
+    my $main = $opt{main} || '';
+    # info, as production runs: nginx's own debug level logs every request
+    # header, signatures included (MT5CREDIT_LOG_LEVEL=debug to diagnose)
+    my $level = $ENV{MT5CREDIT_LOG_LEVEL} || 'info';
+    my $conf = <<"CONF";
+load_module $MODULE;
+daemon off;
+master_process on;
+worker_processes $workers;
+error_log $dir/error.log $level;
+pid $dir/nginx.pid;
+$main
+events { worker_connections 1024; }
+http {
+    access_log $dir/access.log;
+    client_body_temp_path $dir/body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+$http
+}
+CONF
+    my $pg = "host=127.0.0.1 port=" . ($self->{pg_port} || 1)
+           . " dbname=$self->{db} user=edge";
+    my $redis = '127.0.0.1:' . ($self->{redis_port} || 1);
+    $conf =~ s/%%PORT%%/$port/g;
+    $conf =~ s/%%DIR%%/$dir/g;
+    $conf =~ s/%%PG%%/$pg/g;
+    $conf =~ s/%%REDIS%%/$redis/g;
+    return $conf;
+}
+
+sub write_file {
+    my ($self, $name, $content) = @_;
+    my $path = $name =~ m{^/} ? $name : "$self->{dir}/$name";
+    make_path(dirname($path));
+    open my $fh, '>', $path or croak "$path: $!";
+    binmode $fh;
+    print $fh $content;
+    close $fh;
+    return $path;
+}
+
+sub nginx_test_config {
+    my ($self, $conf) = @_;
+    my $file = $self->write_file('test.conf', $conf);
+    my $out = `$NGINX -t -p $self->{dir}/ -c $file -e $self->{dir}/test-error.log 2>&1`;
+    return ($? == 0, $out);
+}
+
+sub start_nginx {
+    my ($self, $http, %opt) = @_;
+    make_path("$self->{dir}/body");
+    my $file = $self->write_file('nginx.conf', $self->nginx_conf($http, %opt));
+    $self->spawn('nginx', $NGINX, '-p', "$self->{dir}/", '-c', $file,
+                 '-e', "$self->{dir}/error.log");
+    wait_port($self->{nginx_port}, 'nginx');
+    return $self->{nginx_port};
+}
+
+sub reload_nginx {
+    my ($self, $http, %opt) = @_;
+    my $file = $self->write_file('nginx.conf', $self->nginx_conf($http, %opt))
+        if defined $http;
+    kill 'HUP', $self->{pids}{nginx};
+    sleep 1;
+}
+
+# Graceful stop: QUIT, then wait for the master.  Returns its exit status.
+sub stop_nginx {
+    my ($self) = @_;
+    return $self->reap('nginx', 'QUIT', 60);
+}
+
+sub nginx_port { $_[0]{nginx_port} }
+
+sub error_log {
+    my ($self, $from) = @_;
+    open my $fh, '<', "$self->{dir}/error.log" or return '';
+    seek $fh, $from || 0, 0;
+    local $/;
+    my $text = <$fh>;
+    close $fh;
+    return $text // '';
+}
+
+sub error_log_size { -s "$_[0]{dir}/error.log" || 0 }
+
+# What no test may ever see in nginx's error log.
+sub log_problems {
+    my ($self, $from) = @_;
+    my @bad;
+    for my $line (split /\n/, $self->error_log($from)) {
+        push @bad, $line if $line =~ /\[(alert|crit|emerg)\]/
+            || $line =~ /exited on signal/
+            || $line =~ /open socket #\d+ left/
+            || $line =~ /count is zero/;
+    }
+    return @bad;
+}
+
+# ---------------------------------------------------------------- HTTP
+
+# A raw HTTP/1.1 request on a fresh connection, so tests control every byte
+# (repeated headers, whitespace, chunked bodies).  Returns a hash:
+# { status, headers (lowercase name => value), body, raw }.
+sub http {
+    my ($self, $method, $path, %opt) = @_;
+    my $s = $self->http_start($method, $path, %opt);
+    return http_end($s, $opt{timeout});
+}
+
+sub http_start {
+    my ($self, $method, $path, %opt) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $opt{port} || $self->{nginx_port},
+                                  Proto => 'tcp')
+        or croak "connect: $!";
+    my $body = $opt{body};
+    my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+    for my $h (@{ $opt{headers} || [] }) {
+        $req .= "$h->[0]: $h->[1]\r\n";
+    }
+    if (defined $body && $opt{chunked}) {
+        $req .= "Transfer-Encoding: chunked\r\n\r\n";
+        my $n = $opt{chunk} || 1000;
+        for (my $i = 0; $i < length $body; $i += $n) {
+            my $part = substr($body, $i, $n);
+            $req .= sprintf("%x\r\n%s\r\n", length $part, $part);
+        }
+        $req .= "0\r\n\r\n";
+    } elsif (defined $body) {
+        $req .= "Content-Length: " . length($body) . "\r\n\r\n" . $body;
+    } else {
+        $req .= "\r\n";
+    }
+    $s->autoflush(1);
+    print $s $req;
+    return $s;
+}
+
+sub http_end {
+    my ($s, $timeout) = @_;
+    my $raw = '';
+    local $SIG{ALRM} = sub { die "http timeout\n" };
+    alarm($timeout || 30);
+    while (1) {
+        my $n = sysread($s, my $buf, 65536);
+        last unless $n;
+        $raw .= $buf;
+    }
+    alarm 0;
+    close $s;
+    my ($head, $body) = split /\r\n\r\n/, $raw, 2;
+    my ($status) = ($head // '') =~ m{^HTTP/1\.\d (\d{3})};
+    my %h;
+    for my $l (split /\r\n/, $head // '') {
+        $h{lc $1} = $2 if $l =~ /^([^:]+):\s*(.*)$/;
+    }
+    return { status => $status // 0, headers => \%h, body => $body // '',
+             raw => $raw };
+}
+
+# ---------------------------------------------------------------- teardown
+
+sub teardown {
+    my ($self) = @_;
+    return if $self->{torn} || $$ != $self->{owner};
+    $self->{torn} = 1;
+    $self->reap('nginx', 'TERM', 10) if $self->{pids}{nginx};
+    $self->reap($_, 'TERM', 10) for keys %{ $self->{pids} };
+    if ($self->{pg_up}) {
+        system("$PGBIN/pg_ctl -D $self->{dir}/pg -m immediate -w stop >/dev/null 2>&1");
+        $self->{pg_up} = 0;
+    }
+    if ($self->{keep}) {
+        print STDERR "# sandbox kept in $self->{dir}\n";
+    }
+}
+
+sub DESTROY { $_[0]->teardown }
+
+END { $_->teardown for @LIVE }
+
+
+package Mt5Credit::Sandbox::Session;
+
+sub new {
+    my ($class, $pipe, $out) = @_;
+    return bless { pipe => $pipe, out => $out }, $class;
+}
+
+sub send { my ($self, $sql) = @_; print { $self->{pipe} } "$sql\n"; }
+
+sub output {
+    my ($self) = @_;
+    open my $fh, '<', $self->{out} or return '';
+    local $/;
+    return <$fh> // '';
+}
+
+sub close {
+    my ($self) = @_;
+    return unless $self->{pipe};
+    close $self->{pipe};
+    $self->{pipe} = undef;
+}
+
+sub DESTROY { $_[0]->close }
+
+1;
