@@ -473,11 +473,17 @@ ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
         break;
 
     case NGX_MT5_CREDIT_PG_TIMEOUT:
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "mt5_credit: ingest timed out, outcome unknown: %s",
+                      err);
         status = ngx_mt5_credit_unavailable(r,
                                             NGX_MT5_CREDIT_STAT_DB_TIMEOUT);
         break;
 
     case NGX_MT5_CREDIT_PG_LOST:
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "mt5_credit: ingest interrupted, outcome unknown: %s",
+                      err);
         status = ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_DB_ERROR);
         break;
 

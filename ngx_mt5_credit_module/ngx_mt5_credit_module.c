@@ -34,6 +34,8 @@ static char *ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *host,
     const char *hostaddr);
+static char *ngx_mt5_credit_pg_options(ngx_conf_t *cf,
+    ngx_mt5_credit_main_conf_t *mcf);
 static char *ngx_mt5_credit_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_mt5_credit_webhook(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -281,6 +283,12 @@ ngx_mt5_credit_init_main_conf(ngx_conf_t *cf, void *conf)
         ngx_str_set(&mcf->redis_key, "mt5credit:wake");
     }
 
+    if (mcf->pg_keywords != NULL
+        && ngx_mt5_credit_pg_options(cf, mcf) != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     if (mcf->webhook_line && mcf->pg_keywords == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "\"mt5_credit_webhook\" in %V:%ui needs "
@@ -508,8 +516,8 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     /* room for the options we add and the terminating NULL */
-    mcf->pg_keywords = ngx_pcalloc(cf->pool, (n + 3) * sizeof(char *));
-    mcf->pg_values = ngx_pcalloc(cf->pool, (n + 3) * sizeof(char *));
+    mcf->pg_keywords = ngx_pcalloc(cf->pool, (n + 4) * sizeof(char *));
+    mcf->pg_values = ngx_pcalloc(cf->pool, (n + 4) * sizeof(char *));
     if (mcf->pg_keywords == NULL || mcf->pg_values == NULL) {
         PQconninfoFree(opts);
         return NGX_CONF_ERROR;
@@ -519,6 +527,20 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     for (o = opts; o->keyword; o++) {
         if (o->val == NULL) {
+            continue;
+        }
+
+        if (ngx_strcmp(o->keyword, "options") == 0) {
+            /* completed in init_main_conf, with the statement timeout */
+            mcf->pg_options.len = ngx_strlen(o->val);
+            mcf->pg_options.data = ngx_pstrdup(cf->pool,
+                                      &(ngx_str_t) { mcf->pg_options.len + 1,
+                                                     (u_char *) o->val });
+            if (mcf->pg_options.data == NULL) {
+                PQconninfoFree(opts);
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 
@@ -610,6 +632,46 @@ ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *host,
     }
 
     (void) addr;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The server enforces the query timeout too (statement_timeout), so a
+ * statement the module gave up on (and answered 503 for) is cancelled and
+ * rolled back there too, instead of running on unobserved.  Whichever
+ * side notices first, the request gets the same 503.  The user's own
+ * "options" come first.
+ */
+
+static char *
+ngx_mt5_credit_pg_options(ngx_conf_t *cf, ngx_mt5_credit_main_conf_t *mcf)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_uint_t   i;
+
+    len = mcf->pg_options.len + sizeof(" -c statement_timeout=") - 1
+          + NGX_INT_T_LEN + 1;
+
+    p = ngx_pnalloc(cf->pool, len);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; mcf->pg_keywords[i] != NULL; i++) { /* void */ }
+
+    mcf->pg_keywords[i] = "options";
+    mcf->pg_values[i] = (char *) p;
+
+    if (mcf->pg_options.len) {
+        p = ngx_cpymem(p, mcf->pg_options.data, mcf->pg_options.len);
+        *p++ = ' ';
+    }
+
+    p = ngx_sprintf(p, "-c statement_timeout=%M", mcf->pg_query_timeout);
+    *p = '\0';
 
     return NGX_CONF_OK;
 }

@@ -71,6 +71,7 @@ typedef struct {
 typedef struct {
     /* PostgreSQL: libpq keywords/values parsed and checked at config time */
     ngx_str_t                     pg_conninfo;
+    ngx_str_t                     pg_options;     /* the user's "options" */
     const char                  **pg_keywords;
     const char                  **pg_values;
     ngx_uint_t                    pg_pool_size;

@@ -627,7 +627,7 @@ ngx_mt5_credit_pg_flush(ngx_mt5_credit_pg_conn_t *conn)
 static void
 ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
 {
-    char                        *err;
+    char                        *err, *sqlstate;
     PGresult                    *res, *error;
     ngx_mt5_credit_pg_op_t      *op;
     ngx_mt5_credit_pg_rc_e       rc;
@@ -670,8 +670,12 @@ ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
     ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
 
     if (error != NULL) {
-        rc = NGX_MT5_CREDIT_PG_FAILED;
         err = PQresultErrorMessage(error);
+        sqlstate = PQresultErrorField(error, PG_DIAG_SQLSTATE);
+
+        /* 57014: cancelled by the server's statement_timeout */
+        rc = (sqlstate != NULL && ngx_strcmp(sqlstate, "57014") == 0)
+             ? NGX_MT5_CREDIT_PG_TIMEOUT : NGX_MT5_CREDIT_PG_FAILED;
 
     } else if (res == NULL) {
         rc = NGX_MT5_CREDIT_PG_FAILED;
@@ -988,7 +992,13 @@ ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn)
     pool->nconns--;
     ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_OPEN, -1);
 
-    ngx_mt5_credit_pg_unwrap(conn, 0);
+    /*
+     * libpq closes the socket itself when it finds the connection lost
+     * (PQsocket() is -1 then): the kernel has already dropped it from
+     * epoll, and asking epoll again would fail.
+     */
+    ngx_mt5_credit_pg_unwrap(conn, conn->c != NULL
+                                   && PQsocket(conn->pg) != conn->c->fd);
 
     /* closes the socket; the server rolls back anything still open */
     PQfinish(conn->pg);

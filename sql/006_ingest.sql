@@ -364,7 +364,6 @@ DECLARE
     v_amount     bigint := f.amount_minor;
     v_refunded   bigint;
     v_net_out    bigint;
-    v_before     bigint;
     v_account    bigint;
     v_facts      jsonb := to_jsonb(f);
 BEGIN
@@ -462,18 +461,24 @@ BEGIN
                 || v_case)::ingest_step;
     END IF;
 
-    -- pro rata on the cumulative total, so rounding never drifts: after
-    -- a full refund exactly the credited amount has gone back
-    IF f.action IN ('refund', 'refund_total') THEN
-        v_before := v_refunded;
+    -- pro rata on the cumulative net amount taken back (refunds and
+    -- chargebacks, less reinstatements), so rounding never drifts: the
+    -- account has always lost round(credited * net / paid), and once all
+    -- was taken back, by refunds, chargebacks or both, exactly the
+    -- credited amount has gone back
+    IF f.action = 'chargeback_reversal' THEN
+        v_account := round(v_orig.amount_minor::numeric * v_net_out
+                           / v_orig.paid_amount_minor)
+                     - round(v_orig.amount_minor::numeric
+                             * (v_net_out - v_amount)
+                             / v_orig.paid_amount_minor);
     ELSE
-        v_before := 0;
+        v_account := round(v_orig.amount_minor::numeric
+                           * (v_net_out + v_amount)
+                           / v_orig.paid_amount_minor)
+                     - round(v_orig.amount_minor::numeric * v_net_out
+                             / v_orig.paid_amount_minor);
     END IF;
-
-    v_account := round(v_orig.amount_minor::numeric * (v_before + v_amount)
-                       / v_orig.paid_amount_minor)
-                 - round(v_orig.amount_minor::numeric * v_before
-                         / v_orig.paid_amount_minor);
 
     IF v_account <= 0 THEN
         v_case := open_case('unusable_event', 'medium',

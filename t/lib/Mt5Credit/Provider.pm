@@ -52,7 +52,10 @@ sub standard_headers {
 sub hmac_hex { return hmac_sha256_hex($_[1], $_[0]) }
 
 # A Stripe event body.  %o: type, deposit (reference), amount, currency,
-# pi (PaymentIntent id), charge, dispute, status, payment_status, id.
+# pi (PaymentIntent id), charge, dispute, status, payment_status, id;
+# for charge.refunded also charge_amount and refunds (a list of
+# [refund id, amount, status (default succeeded)], listed as the charge's
+# refunds.data the way older API versions send it; absent: no list).
 sub stripe_event {
     my (%o) = @_;
     my $type = $o{type} || 'checkout.session.completed';
@@ -78,11 +81,22 @@ sub stripe_event {
             . qq("status": "succeeded"});
     } elsif ($type eq 'charge.refunded') {
         my $ch = $o{charge} || 'ch_' . uniq();
+        my $list = '';
+        if ($o{refunds}) {
+            $list = qq(, "refunds": {"object": "list", "data": [)
+                . join(', ', map {
+                      qq({"id": "$_->[0]", "object": "refund", )
+                    . qq("amount": $_->[1], "charge": "$ch", )
+                    . qq("currency": "$cur", "payment_intent": "$pi", )
+                    . qq("status": ") . ($_->[2] || 'succeeded') . '"}'
+                  } @{ $o{refunds} })
+                . qq(], "has_more": false});
+        }
         $object = qq({"id": "$ch", "object": "charge", "amount": )
             . ($o{charge_amount} // $amount)
             . qq(, "amount_refunded": $amount, "currency": "$cur", )
             . qq("payment_intent": "$pi", "refunded": true, )
-            . qq("status": "succeeded"});
+            . qq("status": "succeeded"$list});
     } elsif ($type =~ /^charge\.dispute\./) {
         my $du = $o{dispute} || 'du_' . uniq();
         my $st = $o{status} || 'lost';
