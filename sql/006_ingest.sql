@@ -250,6 +250,7 @@ AS $$
 DECLARE
     v_dep     deposit;
     v_id      bigint;
+    v_other   bigint;
     v_case    bigint;
     v_facts   jsonb := to_jsonb(f);
 BEGIN
@@ -319,11 +320,26 @@ BEGIN
     END IF;
 
     -- which key held: this payment, or another payment of the deposit?
-    SELECT id INTO v_id FROM mt5_credit
+    SELECT id, deposit_id INTO v_id, v_other
+    FROM mt5_credit
     WHERE provider = p_provider AND provider_payment_id = f.payment_key;
 
-    IF FOUND THEN
+    IF FOUND AND v_other = v_dep.id THEN
         RETURN ('already_credited', v_id, NULL)::ingest_step;
+    END IF;
+
+    IF FOUND THEN
+        -- one payment claimed for two deposits: credited once, and a
+        -- person must see that the provider says otherwise
+        v_case := open_case('payment_deposit_mismatch', 'high',
+                            'payment_deposit_mismatch:' || p_provider || ':'
+                                || f.payment_key,
+                            jsonb_build_object('facts', v_facts,
+                                               'credited_deposit', v_other),
+                            v_id, v_dep.id, p_event);
+        RETURN ('case_opened', NULL, 'payment ' || f.payment_key
+                || ' was credited to another deposit: case '
+                || v_case)::ingest_step;
     END IF;
 
     SELECT id INTO v_id FROM mt5_credit

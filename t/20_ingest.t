@@ -413,6 +413,22 @@ is(count('mt5_credit', "deposit_id = 123"), 1,
 }
 
 {
+    # the payment credited to dep_000123 reported again for another deposit
+    my $other = new_deposit(amount => 50000);
+    my $r = ingest(stripe_event(deposit => $other->{ref},
+                                pi => 'pi_3QxTestIntent000001'));
+    is($r->{outcome}, 'case_opened', 'a credited payment reported for '
+       . 'another deposit: case_opened, not already_credited');
+    is_deeply(cases("webhook_event_id = $r->{event}"),
+              [ 'payment_deposit_mismatch/high' ],
+              'payment for two deposits: case payment_deposit_mismatch');
+    is(count('mt5_credit', "provider_payment_id = 'pi_3QxTestIntent000001'"),
+       1, 'payment for two deposits: still one credit');
+    is(count('mt5_credit', "deposit_id = $other->{id}"), 0,
+       'payment for two deposits: the other deposit is not credited');
+}
+
+{
     $before = snapshot();
     my $r = ingest(stripe_event(type => 'customer.created'));
     is($r->{outcome}, 'stored', 'unmapped event type customer.created: stored');

@@ -1,0 +1,165 @@
+#!/usr/bin/perl
+#
+# The main job, end to end on embedded defaults: a local PostgreSQL, Redis
+# and nginx with ngx_mt5_credit_module on loopback ports in a temp dir;
+# a client's deposit created the way the portal does; signed provider
+# webhooks (genuine, duplicated, a second event type for the same payment,
+# forged, stale, and one whose amount disagrees) sent to the edge; then
+# what was stored, what was refused, and why.
+#
+#   make demo                 (installs packages, builds, runs this)
+#   MT5CREDIT_KEEP=1 make demo   keeps the temp dir to look around
+
+use strict;
+use warnings;
+
+use lib 't/lib';
+use Mt5Credit::Sandbox;
+use Mt5Credit::Provider qw(stripe_event stripe_headers standard_event
+                           standard_headers);
+
+$| = 1;
+
+my $stripe_secret = 'whsec_demo_' . join('', map { ('a'..'z')[rand 26] } 1 .. 24);
+my $psp_secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+sub say_step { print "\n== $_[0]\n" }
+sub show {
+    my ($what, $res) = @_;
+    printf "  %-46s -> %s %s\n", $what, $res->{status}, $res->{body};
+}
+
+my $sb = Mt5Credit::Sandbox->new;
+
+say_step('starting PostgreSQL 15, Redis and nginx on 127.0.0.1');
+my $pg = $sb->start_postgres;
+my $redis = $sb->start_redis;
+my $stripe_file = $sb->write_file('secrets/stripe', "$stripe_secret\n");
+my $psp_file = $sb->write_file('secrets/acmepay', "$psp_secret\n");
+
+my $port = $sb->start_nginx(<<"HTTP");
+    mt5_credit_postgres "%%PG%%";
+    mt5_credit_redis %%REDIS%%;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location = /webhooks/stripe {
+            mt5_credit_webhook stripe;
+            mt5_credit_signature stripe;
+            mt5_credit_secret_file $stripe_file;
+        }
+
+        location = /webhooks/acmepay {
+            mt5_credit_webhook acmepay;
+            mt5_credit_signature standard;
+            mt5_credit_secret_file $psp_file;
+        }
+
+        location = /status { mt5_credit_status; }
+    }
+HTTP
+print "  PostgreSQL :$pg (schema migrated), Redis :$redis, nginx :$port\n";
+print "  sandbox: ", $sb->dir, "\n";
+
+say_step('the portal: alice owns MT5 login 50001 (USD) and 50002 (EUR)');
+$sb->psql(<<'SQL', user => 'portal');
+SELECT mt5credit.register_account('alice', 'demo-live', 50001, 'USD');
+SELECT mt5credit.register_account('alice', 'demo-live', 50002, 'EUR');
+SQL
+
+my $dep = $sb->sql1("SELECT reference FROM mt5credit.create_deposit('alice', "
+    . "'button-press-0001', 'stripe', 'demo-live', 50001, 50000, 'USD')",
+    user => 'portal');
+my $again = $sb->sql1("SELECT reference FROM mt5credit.create_deposit('alice', "
+    . "'button-press-0001', 'stripe', 'demo-live', 50001, 50000, 'USD')",
+    user => 'portal');
+print "  deposit $dep: USD 500.00 to 50001 (a double click returned $again again)\n";
+
+my $fx = $sb->psql("SELECT reference, credit_amount_minor FROM "
+    . "mt5credit.create_deposit('alice', 'button-press-0002', 'acmepay', "
+    . "'demo-live', 50002, 25000, 'USD', 0.92345, 'ecb-reference', "
+    . "now())", user => 'portal')->[0];
+print "  deposit $fx->[0]: USD 250.00 to the EUR account 50002, converted once"
+    . " at 0.92345 = EUR " . sprintf('%.2f', $fx->[1] / 100) . "\n";
+
+my $foreign = $sb->psql("SELECT mt5credit.create_deposit('mallory', "
+    . "'button-press-0003', 'stripe', 'demo-live', 50001, 100, 'USD')",
+    user => 'portal', may_fail => 1);
+print "  mallory asking to fund alice's login: ",
+    ($foreign =~ /ERROR:\s+(.*)/)[0], "\n";
+
+say_step('the provider sends webhooks');
+my $paid = stripe_event(deposit => $dep, amount => 50000, pi => 'pi_demo_1');
+my $h = stripe_headers($stripe_secret, $paid);
+show('Stripe checkout.session.completed (paid)',
+     $sb->http('POST', '/webhooks/stripe', body => $paid, headers => $h));
+show('the same delivery again (a retry)',
+     $sb->http('POST', '/webhooks/stripe', body => $paid, headers => $h));
+my $pi = stripe_event(type => 'payment_intent.succeeded', deposit => $dep,
+                      amount => 50000, pi => 'pi_demo_1');
+show('payment_intent.succeeded, same payment',
+     $sb->http('POST', '/webhooks/stripe', body => $pi,
+               headers => stripe_headers($stripe_secret, $pi)));
+(my $forged = $paid) =~ s/50000/5000000/g;
+show('forged: amount raised, old signature',
+     $sb->http('POST', '/webhooks/stripe', body => $forged, headers => $h));
+show('signed with someone else\'s secret',
+     $sb->http('POST', '/webhooks/stripe', body => $paid,
+               headers => stripe_headers('whsec_guess', $paid)));
+show('a replay from 20 minutes ago',
+     $sb->http('POST', '/webhooks/stripe', body => $paid,
+               headers => stripe_headers($stripe_secret, $paid, time - 1200)));
+show('no signature at all',
+     $sb->http('POST', '/webhooks/stripe', body => $paid));
+my $short = stripe_event(deposit => $dep, amount => 40000, pi => 'pi_demo_2');
+show('another payment of 400.00 for the same deposit',
+     $sb->http('POST', '/webhooks/stripe', body => $short,
+               headers => stripe_headers($stripe_secret, $short)));
+my $psp = standard_event(payment => 'acme-77001', deposit => $fx->[0],
+                         amount => 25000, currency => 'USD');
+show('acmepay (Standard Webhooks) payment.succeeded',
+     $sb->http('POST', '/webhooks/acmepay', body => $psp,
+               headers => standard_headers($psp_secret, 'msg_demo_1', $psp)));
+
+say_step('what PostgreSQL holds now');
+print "  webhook events (raw bytes kept, unique per provider event id):\n";
+printf "    %-8s %-26s %-32s %s\n", @$_ for
+    [ 'provider', 'event id', 'type', 'what ingest() did' ],
+    @{ $sb->psql("SELECT provider, provider_event_id, coalesce(event_type, "
+                 . "'-'), disposition FROM mt5credit.webhook_event ORDER BY id") };
+
+print "  credit intents (one per provider payment, pending for the worker):\n";
+printf "    %-8s %-12s %-9s %-6s %-10s %s\n", @$_ for
+    [ 'ref', 'payment', 'login', 'cur', 'amount', 'status' ],
+    @{ $sb->psql("SELECT reference, provider_payment_id, mt5_login, currency,"
+                 . " to_char(amount_minor / 100.0, 'FM999990.00'), status "
+                 . "FROM mt5credit.mt5_credit ORDER BY id") };
+
+print "  cases for a person:\n";
+printf "    #%-3s %-28s %-6s %s\n", @$_ for
+    @{ $sb->psql("SELECT id, kind, severity, left(details::text, 90) "
+                 . "FROM mt5credit.case ORDER BY id") };
+
+print "  wake-ups sent to Redis (credit ids): ",
+    join(' ', split /\n/, $sb->redis_cli('LRANGE', 'mt5credit:wake', 0, -1)),
+    "\n";
+
+say_step('what the edge refused (nginx error log)');
+for my $line (split /\n/, $sb->error_log) {
+    next unless $line =~ /mt5_credit: webhook (rejected|case_opened)/;
+    $line =~ s/^.*?mt5_credit: //;
+    $line =~ s/, client: .*//;
+    print "  $line\n";
+}
+
+say_step('counters (GET /status, Prometheus text)');
+for my $line (split /\n/, $sb->http('GET', '/status')->{body}) {
+    next if $line =~ /^#/ || $line =~ / 0$/;
+    print "  $line\n";
+}
+
+$sb->stop_nginx;
+my @problems = $sb->log_problems;
+say_step(@problems ? "PROBLEMS:\n" . join("\n", @problems)
+                   : 'done: servers stopped, no alerts in the log');
+exit(@problems ? 1 : 0);
