@@ -56,7 +56,7 @@ static ngx_conf_num_bounds_t  ngx_mt5_credit_pool_size_bounds = {
 };
 
 static ngx_conf_num_bounds_t  ngx_mt5_credit_queue_size_bounds = {
-    ngx_conf_check_num_bounds, 0, 65536
+    ngx_conf_check_num_bounds, 1, 65536
 };
 
 static ngx_conf_num_bounds_t  ngx_mt5_credit_max_requests_bounds = {

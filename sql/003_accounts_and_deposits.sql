@@ -231,22 +231,31 @@ BEGIN
         END IF;
     END IF;
 
-    INSERT INTO deposit (client_id, idempotency_key, provider, mt5_server,
-                         mt5_login, amount_minor, currency, account_currency,
-                         credit_amount_minor, fx_rate, fx_source, fx_at)
-    VALUES (p_client_id, p_idempotency_key, p_provider, p_mt5_server,
-            p_mt5_login, p_amount_minor, p_currency, v_acc.currency,
-            v_credit, p_fx_rate, p_fx_source, p_fx_at)
-    ON CONFLICT (client_id, idempotency_key) DO NOTHING
-    RETURNING * INTO v_dep;
+    -- a repeat is answered from the row (and burns no identity value)
+    SELECT * INTO v_dep FROM deposit
+    WHERE client_id = p_client_id AND idempotency_key = p_idempotency_key;
 
-    IF v_dep.id IS NOT NULL THEN
-        RETURN v_dep;
+    IF NOT FOUND THEN
+        INSERT INTO deposit (client_id, idempotency_key, provider, mt5_server,
+                             mt5_login, amount_minor, currency, account_currency,
+                             credit_amount_minor, fx_rate, fx_source, fx_at)
+        VALUES (p_client_id, p_idempotency_key, p_provider, p_mt5_server,
+                p_mt5_login, p_amount_minor, p_currency, v_acc.currency,
+                v_credit, p_fx_rate, p_fx_source, p_fx_at)
+        ON CONFLICT (client_id, idempotency_key) DO NOTHING
+        RETURNING * INTO v_dep;
+
+        IF v_dep.id IS NOT NULL THEN
+            RETURN v_dep;
+        END IF;
+
+        -- a concurrent request with the same key won the race
+        SELECT * INTO v_dep FROM deposit
+        WHERE client_id = p_client_id
+          AND idempotency_key = p_idempotency_key;
     END IF;
 
     -- the key was used before: same request or a different one?
-    SELECT * INTO v_dep FROM deposit
-    WHERE client_id = p_client_id AND idempotency_key = p_idempotency_key;
 
     IF v_dep.provider IS DISTINCT FROM p_provider
        OR v_dep.mt5_server IS DISTINCT FROM p_mt5_server
