@@ -7,6 +7,7 @@
 #   make bench       benchmark the edge against pgbench (prints figures)
 #   make static      build nginx from an upstream tree with the module
 #                    compiled in: make static NGINX_SRC=/path/to/nginx-x.y.z
+#   make check-upstream   both upstream builds, checked (part of make test)
 #
 # By default the module is built for Debian's packaged nginx from the
 # nginx-dev tree (/usr/share/nginx/src) with Debian's own configure flags,
@@ -41,8 +42,8 @@ DEB_PACKAGES := build-essential pkg-config perl \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all module unit deps demo test test-unit test-integration bench \
-        static clean
+.PHONY: all module unit deps demo test test-unit bench static \
+        check-upstream clean
 
 all: module unit
 
@@ -70,7 +71,7 @@ $(MODULE_SO): $(MODULE_SRCS)
 	@echo "built $@ for $$($(NGINX_BIN) -v 2>&1)"
 else
 $(MODULE_SO): $(MODULE_SRCS)
-	mkdir -p $(BUILD)
+	mkdir -p $(BUILD) $(dir $@)
 	cd $(NGINX_SRC) && ./configure --with-compat --with-http_ssl_module \
 	    --add-dynamic-module=$(CURDIR) \
 	    --builddir=$(BUILD)/nginx-upstream > $(BUILD)/configure.log
@@ -124,9 +125,13 @@ demo: deps all
 
 test: deps all
 	t/run-tests
+	t/check-upstream-build
 
 test-unit: unit
 	$(BUILD)/t/signature_vectors_test $(SHARED)/vectors
+
+check-upstream: deps
+	t/check-upstream-build
 
 bench: deps all
 	t/run-as-tester perl t/bench/edge_bench.pl

@@ -6,6 +6,8 @@
 #     row or more than one credit, or any of the 100 getting an error
 #   - two different events about one payment, racing, making two credits
 #   - a burst larger than the pool losing or failing deliveries
+#   - a connection serving more than mt5_credit_postgres_max_requests
+#     statements (it is replaced, and nobody notices)
 
 use strict;
 use warnings;
@@ -27,8 +29,10 @@ $sb->start_nginx(<<"HTTP", workers => 2);
     mt5_credit_postgres "%%PG%%";
     mt5_credit_postgres_pool_size 3;
     mt5_credit_postgres_queue 512;
+    mt5_credit_postgres_max_requests 25;
     server {
         listen 127.0.0.1:%%PORT%%;
+        location = /status { mt5_credit_status; }
         location = /webhooks/stripe {
             mt5_credit_webhook stripe;
             mt5_credit_signature stripe;
@@ -134,6 +138,13 @@ is($sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
                  . "WHERE provider_payment_id LIKE 'pi_wide_%'"), 60,
        'all stored');
 }
+
+my ($connects) = $sb->http('GET', '/status')->{body}
+    =~ /^mt5credit_pg_connects_total (\d+)$/m;
+# 180 statements, at most 25 per connection: at least 8 connections,
+# more than the 2 x 3 the pool would ever hold open without recycling
+ok($connects >= 8,
+   "connections were recycled after 25 statements ($connects opened)");
 
 my $status = $sb->http('GET', '/nonexistent')->{status};
 is($status, 404, 'nginx still serves other requests');

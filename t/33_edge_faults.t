@@ -9,7 +9,10 @@
 #     the redelivery stores the event exactly once
 #   - a client that disconnects mid-statement losing the event or
 #     leaking the connection
-#   - a burst beyond pool + queue waiting forever: refused at once (503)
+#   - a burst beyond pool + queue waiting forever: refused at once (503);
+#     a request waiting in the queue past its timeout: 503, not a hang
+#   - idle connections kept forever: closed after the idle timeout and
+#     reopened on demand
 #   - Redis down, or hung, failing or delaying a delivery; a wake-up lost
 #     for good after Redis returns
 #   - a reload or a graceful stop leaving alerts or open sockets
@@ -36,7 +39,9 @@ my $http = <<"HTTP";
     mt5_credit_postgres "%%PG%%";
     mt5_credit_postgres_pool_size 2;
     mt5_credit_postgres_queue 2;
-    mt5_credit_postgres_query_timeout 3s;
+    mt5_credit_postgres_query_timeout 5s;
+    mt5_credit_postgres_queue_timeout 2s;
+    mt5_credit_postgres_idle_timeout 3s;
     mt5_credit_retry_after 7;
     mt5_credit_redis %%REDIS%%;
     mt5_credit_redis_timeout 1s;
@@ -189,6 +194,25 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     is(stat_value('mt5credit_pg_connections_busy'), 0, 'no connection busy');
 }
 
+# --- waiting in the queue past its timeout ------------------------------------
+
+{
+    my @locks = map { hold_event_key("evt_qt$_") } 1 .. 2;
+    my @busy = map { post_start(event(pi => "pi_qt$_", id => "evt_qt$_")) } 1 .. 2;
+    wait_until('both connections to block', sub { waiting_on_locks() >= 2 });
+
+    my $res = post(event(pi => 'pi_qt3', id => 'evt_qt3'));
+    is($res->{status}, 503, 'queued past mt5_credit_postgres_queue_timeout: 503');
+    ok(!answered($_), 'while the connections are still busy') for @busy;
+    ok(stat_value('mt5credit_db_failures_total{cause="queue_timeout"}') >= 1,
+       'counted as a queue timeout');
+
+    $_->send('ROLLBACK;'), $_->close for @locks;
+    like(Mt5Credit::Sandbox::http_end($_)->{body}, qr/credit_created/,
+         'the busy ones complete') for @busy;
+    is(credit_of('pi_qt3'), 0, 'the refused one stored nothing');
+}
+
 # --- past the query timeout ----------------------------------------------------
 
 {
@@ -286,6 +310,14 @@ sub credit_id_of {
            wake_list() =~ /^$id$/m }, 30),
        'after Redis thaws, wake-ups flow again');
 }
+
+# --- idle connections ---------------------------------------------------------
+
+ok(wait_until('idle connections to close', sub {
+       stat_value('mt5credit_pg_connections') == 0 }, 15),
+   'idle connections close after mt5_credit_postgres_idle_timeout');
+is(post(event(pi => 'pi_after_idle'))->{status}, 200,
+   'and a new delivery opens one again');
 
 # --- reload and stop ---------------------------------------------------------
 

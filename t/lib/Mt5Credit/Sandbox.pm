@@ -250,8 +250,10 @@ sub nginx_conf {
     # info, as production runs: nginx's own debug level logs every request
     # header, signatures included (MT5CREDIT_LOG_LEVEL=debug to diagnose)
     my $level = $ENV{MT5CREDIT_LOG_LEVEL} || 'info';
+    # MT5CREDIT_MODULE=static: nginx built with the module inside
+    my $load = $MODULE eq 'static' ? '' : "load_module $MODULE;";
     my $conf = <<"CONF";
-load_module $MODULE;
+$load
 daemon off;
 master_process on;
 worker_processes $workers;
