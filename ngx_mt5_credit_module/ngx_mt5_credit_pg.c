@@ -776,20 +776,26 @@ ngx_mt5_credit_pg_timeout(ngx_mt5_credit_pg_conn_t *conn)
 
 
 /*
- * Gives up on a connection: its operation (if any, and not cancelled)
- * gets rc; if that was the pool's last connection, everyone waiting gets
- * UNAVAILABLE, otherwise a replacement connection is started for them.
+ * Gives up on a connection; its operation (if any, and not cancelled)
+ * gets rc.  A connection that never got ready proves the server cannot be
+ * reached now: it is not replaced (a replacement would fail the same way,
+ * and each failure would start the next: a reconnect storm); the waiters
+ * stay for the connections still alive, or, when none is, get UNAVAILABLE
+ * at once.  A connection lost while busy may be replaced once for them.
  */
 
 static void
 ngx_mt5_credit_pg_abort(ngx_mt5_credit_pg_conn_t *conn,
     ngx_mt5_credit_pg_rc_e rc, const char *why)
 {
+    ngx_uint_t                 was_ready;
     ngx_mt5_credit_pg_op_t    *op;
     ngx_mt5_credit_pg_pool_t  *pool;
 
     pool = conn->pool;
     op = conn->op;
+    was_ready = (conn->state == NGX_MT5_CREDIT_PG_BUSY
+                 || conn->state == NGX_MT5_CREDIT_PG_IDLE);
 
     if (op != NULL) {
         op->conn = NULL;
@@ -802,7 +808,13 @@ ngx_mt5_credit_pg_abort(ngx_mt5_credit_pg_conn_t *conn,
         op->handler(op, rc, NULL, why);
     }
 
-    ngx_mt5_credit_pg_refill(pool);
+    if (was_ready) {
+        ngx_mt5_credit_pg_refill(pool);
+
+    } else if (pool->nconns == 0) {
+        ngx_mt5_credit_pg_fail_waiting(pool, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                       "PostgreSQL unavailable");
+    }
 }
 
 

@@ -60,7 +60,8 @@ CREATE TABLE mt5credit.deposit (
     credit_amount_minor  bigint      NOT NULL
                          CHECK (credit_amount_minor > 0),
     fx_rate              numeric     CHECK (fx_rate > 0),
-    fx_source            text        CHECK (length(fx_source) BETWEEN 1 AND 200),
+    fx_source            text
+                         CHECK (length(fx_source) BETWEEN 1 AND 200),
     fx_at                timestamptz,
 
     status               text        NOT NULL DEFAULT 'created'
@@ -236,9 +237,10 @@ BEGIN
     WHERE client_id = p_client_id AND idempotency_key = p_idempotency_key;
 
     IF NOT FOUND THEN
-        INSERT INTO deposit (client_id, idempotency_key, provider, mt5_server,
-                             mt5_login, amount_minor, currency, account_currency,
-                             credit_amount_minor, fx_rate, fx_source, fx_at)
+        INSERT INTO deposit (client_id, idempotency_key, provider,
+                             mt5_server, mt5_login, amount_minor, currency,
+                             account_currency, credit_amount_minor, fx_rate,
+                             fx_source, fx_at)
         VALUES (p_client_id, p_idempotency_key, p_provider, p_mt5_server,
                 p_mt5_login, p_amount_minor, p_currency, v_acc.currency,
                 v_credit, p_fx_rate, p_fx_source, p_fx_at)

@@ -131,11 +131,15 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     is(post($ev)->{status}, 200, 'delivered while PostgreSQL is up');
 
     my $down = event(pi => 'pi_pgdown2', id => 'evt_pgdown2');
+    my $connects = stat_value('mt5credit_pg_connects_total');
     $sb->stop_postgres('fast');
     my $res = post($down);
     is($res->{status}, 503, 'PostgreSQL stopped: 503');
     is($res->{headers}{'retry-after'}, 7, 'with Retry-After');
     is(post($down)->{status}, 503, 'and again (no worker restart, no hang)');
+    sleep 1;
+    ok(stat_value('mt5credit_pg_connects_total') - $connects <= 4,
+       'a refused connect does not start another: no reconnect storm');
 
     $sb->start_postgres;
     my $again;

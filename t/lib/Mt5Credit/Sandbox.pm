@@ -246,6 +246,7 @@ sub nginx_conf {
     my $dir = $self->{dir};
     my $port = $self->{nginx_port} ||= free_port();
     my $workers = $opt{workers} || 1;
+    my $master = $opt{single} ? 'off' : 'on';   # single: for valgrind
     my $main = $opt{main} || '';
     # info, as production runs: nginx's own debug level logs every request
     # header, signatures included (MT5CREDIT_LOG_LEVEL=debug to diagnose)
@@ -255,7 +256,7 @@ sub nginx_conf {
     my $conf = <<"CONF";
 $load
 daemon off;
-master_process on;
+master_process $master;
 worker_processes $workers;
 error_log $dir/error.log $level;
 pid $dir/nginx.pid;
@@ -305,7 +306,7 @@ sub start_nginx {
     my $file = $self->write_file('nginx.conf', $self->nginx_conf($http, %opt));
     $self->spawn('nginx', $NGINX, '-p', "$self->{dir}/", '-c', $file,
                  '-e', "$self->{dir}/error.log");
-    wait_port($self->{nginx_port}, 'nginx');
+    wait_port($self->{nginx_port}, 'nginx', $opt{single} ? 120 : 30);
     return $self->{nginx_port};
 }
 
