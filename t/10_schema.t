@@ -5,6 +5,7 @@
 #   - a double click making two deposits; an idempotency key reused for a
 #     different deposit
 #   - a deposit to a login the client does not own, or a closed account
+#   - a client reading another client's deposit status
 #   - a currency conversion without its rate, source and time, or with a
 #     rate when no conversion happens
 #   - a credit whose login or currency differs from its deposit's
@@ -134,6 +135,13 @@ INSERT INTO mt5credit.deposit (client_id, idempotency_key, provider,
 VALUES ('bob', 'direct-0001', 'stripe', 'live1', 1001, 1, 'USD', 'USD', 1)
 SQL
      qr/foreign key/, 'even the owner cannot file a deposit on a foreign login');
+
+is($sb->sql1("SELECT status || ' ' || coalesce(credit_status, '-') FROM "
+             . "mt5credit.deposit_status('alice', '$first->[0][1]')",
+             user => 'portal'), 'created -', 'the return page reads a status');
+is($sb->sql1("SELECT count(*) FROM "
+             . "mt5credit.deposit_status('bob', '$first->[0][1]')",
+             user => 'portal'), 0, "but never another client's deposit");
 
 # --- credits --------------------------------------------------------------
 

@@ -121,6 +121,13 @@ show('acmepay (Standard Webhooks) payment.succeeded',
      $sb->http('POST', '/webhooks/acmepay', body => $psp,
                headers => standard_headers($psp_secret, 'msg_demo_1', $psp)));
 
+say_step('the return page (it can only read)');
+my $st = $sb->psql("SELECT status, coalesce(credit_status, '-') FROM "
+                   . "mt5credit.deposit_status('alice', '$dep')",
+                   user => 'portal')->[0];
+print "  alice's $dep: deposit $st->[0], credit $st->[1] "
+    . "(the worker makes the MT5 deal)\n";
+
 say_step('what PostgreSQL holds now');
 print "  webhook events (raw bytes kept, unique per provider event id):\n";
 printf "    %-8s %-26s %-32s %s\n", @$_ for
