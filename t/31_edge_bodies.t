@@ -49,17 +49,11 @@ $sb->start_nginx(<<"HTTP");
     }
 HTTP
 
-$sb->psql(<<'SQL', user => 'portal');
-SELECT mt5credit.register_account('carol', 'live1', 3001, 'USD');
-SQL
+$sb->register_account('carol', 3001);
 
-my $n = 0;
 sub new_deposit {
-    my ($amount) = @_;
-    $n++;
-    return $sb->sql1("SELECT reference FROM mt5credit.create_deposit("
-                     . "'carol', 'body-test-$n', 'stripe', 'live1', 3001, "
-                     . "$amount, 'USD')", user => 'portal');
+    return $sb->create_deposit(client => 'carol', login => 3001,
+                               amount => $_[0]);
 }
 
 sub counts {

@@ -41,15 +41,11 @@ $sb->start_nginx(<<"HTTP", workers => 2);
     }
 HTTP
 
-$sb->psql("SELECT mt5credit.register_account('dave', 'live1', 4001, 'USD')",
-          user => 'portal');
+$sb->register_account('dave', 4001);
 
-my $k = 0;
 sub new_deposit {
-    $k++;
-    return $sb->sql1("SELECT reference FROM mt5credit.create_deposit("
-                     . "'dave', 'concurrent-$k', 'stripe', 'live1', 4001, "
-                     . "$_[0], 'USD')", user => 'portal');
+    return $sb->create_deposit(client => 'dave', login => 4001,
+                               amount => $_[0]);
 }
 
 # Sends every [path, body] at once from its own process; returns the

@@ -58,15 +58,12 @@ my $http = <<"HTTP";
 HTTP
 $sb->start_nginx($http);
 
-$sb->psql("SELECT mt5credit.register_account('erin', 'live1', 5001, 'USD')",
-          user => 'portal');
+$sb->register_account('erin', 5001);
 
 my $k = 0;
 sub new_deposit {
-    $k++;
-    return $sb->sql1("SELECT reference FROM mt5credit.create_deposit("
-                     . "'erin', 'fault-key-$k', 'stripe', 'live1', 5001, "
-                     . "1000, 'USD')", user => 'portal');
+    return $sb->create_deposit(client => 'erin', login => 5001,
+                               amount => 1000);
 }
 
 sub event { stripe_event(deposit => new_deposit(), amount => 1000, @_) }

@@ -49,14 +49,11 @@ $sb->start_nginx(<<"HTTP", single => 1);
     }
 HTTP
 
-$sb->psql("SELECT mt5credit.register_account('val', 'live1', 1, 'USD')",
-          user => 'portal');
+$sb->register_account('val', 1);
 
 my ($ok, $stored) = (0, 0);
 for my $i (1 .. 30) {
-    my $dep = $sb->sql1("SELECT reference FROM mt5credit.create_deposit("
-                        . "'val', 'memcheck-$i', 'stripe', 'live1', 1, 100, "
-                        . "'USD')", user => 'portal');
+    my $dep = $sb->create_deposit(client => 'val', login => 1, amount => 100);
     my $body = stripe_event(deposit => $dep, amount => 100);
     $body =~ s/"livemode"/"padding": "@{[ 'p' x 2000 ]}", "livemode"/
         if $i % 3 == 0;

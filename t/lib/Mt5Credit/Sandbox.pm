@@ -201,6 +201,28 @@ sub sql1 {
     return $rows->[0][0];
 }
 
+# The portal's two calls, as the portal role.  register_account(client,
+# login, currency) puts the login on server live1; create_deposit returns
+# the deposit's reference.
+sub register_account {
+    my ($self, $client, $login, $currency) = @_;
+    return $self->sql1("SELECT mt5credit.register_account('$client', "
+                       . "'live1', $login, '" . ($currency || 'USD') . "')",
+                       user => 'portal');
+}
+
+my $deposit_seq = 0;
+
+sub create_deposit {
+    my ($self, %d) = @_;
+    my $key = $d{key} || sprintf('deposit-key-%d-%d', $$, ++$deposit_seq);
+    return $self->sql1("SELECT reference FROM mt5credit.create_deposit("
+                       . "'$d{client}', '$key', '"
+                       . ($d{provider} || 'stripe') . "', 'live1', "
+                       . "$d{login}, $d{amount}, '"
+                       . ($d{currency} || 'USD') . "')", user => 'portal');
+}
+
 # A session kept open, for holding locks while the test does other things.
 sub psql_session {
     my ($self) = @_;
