@@ -31,6 +31,12 @@
 /* more lines of one header than this is malformed anyway */
 #define NGX_MT5_CREDIT_MAX_LINES  2
 
+/*
+ * The body is copied whole and sent as one parameter; client_max_body_size
+ * is the real limit (nginx answers 413), this only guards "0" (unlimited).
+ */
+#define NGX_MT5_CREDIT_MAX_BODY   (64 * 1024 * 1024)
+
 
 typedef struct {
     ngx_mt5_credit_sig_str_t      lines[NGX_MT5_CREDIT_MAX_LINES];
@@ -317,6 +323,14 @@ ngx_mt5_credit_read_body(ngx_http_request_t *r, ngx_str_t *body)
 
     if (len == 0) {
         return NGX_OK;
+    }
+
+    if (len > NGX_MT5_CREDIT_MAX_BODY) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mt5_credit: request body of %O bytes exceeds %d; "
+                      "set client_max_body_size", len,
+                      NGX_MT5_CREDIT_MAX_BODY);
+        return NGX_ERROR;
     }
 
     body->data = ngx_pnalloc(r->pool, (size_t) len);

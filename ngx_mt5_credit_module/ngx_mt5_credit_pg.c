@@ -47,6 +47,9 @@ struct ngx_mt5_credit_pg_conn_s {
     PGresult                     *result;     /* the statement's rows */
     PGresult                     *error;      /* its first error, if any */
     ngx_uint_t                    requests;
+    ngx_msec_t                    deadline;   /* of the whole connect */
+    ino_t                         sock_ino;   /* which socket is wrapped */
+    dev_t                         sock_dev;
     ngx_log_t                     log;
     ngx_mt5_credit_pg_state_e     state;
     unsigned                      flushing:1;
@@ -88,6 +91,9 @@ static void ngx_mt5_credit_pg_fail_waiting(ngx_mt5_credit_pg_pool_t *pool,
     ngx_mt5_credit_pg_rc_e rc, const char *err);
 static void ngx_mt5_credit_pg_wait_timeout(ngx_event_t *ev);
 static void ngx_mt5_credit_pg_dequeue(ngx_mt5_credit_pg_op_t *op);
+static ngx_uint_t ngx_mt5_credit_pg_same_socket(
+    ngx_mt5_credit_pg_conn_t *conn);
+static void ngx_mt5_credit_pg_notice(void *arg, const char *message);
 static const char *ngx_mt5_credit_pg_message(PGconn *pg);
 
 
@@ -123,7 +129,15 @@ void
 ngx_mt5_credit_pg_pool_destroy(ngx_mt5_credit_pg_pool_t *pool)
 {
     ngx_queue_t               *q;
+    ngx_mt5_credit_pg_op_t    *op;
     ngx_mt5_credit_pg_conn_t  *conn;
+
+    /* only on a fast shutdown; the shared gauge must not keep them */
+    while (!ngx_queue_empty(&pool->waiting)) {
+        q = ngx_queue_head(&pool->waiting);
+        op = ngx_queue_data(q, ngx_mt5_credit_pg_op_t, queue);
+        ngx_mt5_credit_pg_dequeue(op);
+    }
 
     while (!ngx_queue_empty(&pool->idle)) {
         q = ngx_queue_head(&pool->idle);
@@ -289,8 +303,12 @@ ngx_mt5_credit_pg_connect(ngx_mt5_credit_pg_pool_t *pool)
     conn->pool = pool;
     conn->pg = pg;
     conn->state = NGX_MT5_CREDIT_PG_CONNECTING;
+    conn->deadline = ngx_current_msec + mcf->pg_connect_timeout;
     conn->log = *pool->log;
     conn->log.action = "connecting to PostgreSQL";
+
+    /* server notices go to nginx's log, not to raw stderr */
+    (void) PQsetNoticeProcessor(pg, ngx_mt5_credit_pg_notice, conn);
 
     if (ngx_mt5_credit_pg_wrap(conn) != NGX_OK) {
         PQfinish(pg);
@@ -326,6 +344,7 @@ static ngx_int_t
 ngx_mt5_credit_pg_wrap(ngx_mt5_credit_pg_conn_t *conn)
 {
     int                fd;
+    struct stat        st;
     ngx_connection_t  *c;
 
     fd = PQsocket(conn->pg);
@@ -335,6 +354,16 @@ ngx_mt5_credit_pg_wrap(ngx_mt5_credit_pg_conn_t *conn)
                       ngx_mt5_credit_pg_message(conn->pg));
         return NGX_ERROR;
     }
+
+    if (fstat(fd, &st) == -1) {
+        ngx_log_error(NGX_LOG_ERR, &conn->log, ngx_errno,
+                      "mt5_credit: fstat() of libpq's socket failed");
+        return NGX_ERROR;
+    }
+
+    /* a number can be reused by the next socket; an inode cannot */
+    conn->sock_ino = st.st_ino;
+    conn->sock_dev = st.st_dev;
 
     c = ngx_get_connection(fd, &conn->log);
     if (c == NULL) {
@@ -458,7 +487,7 @@ ngx_mt5_credit_pg_event_handler(ngx_event_t *ev)
 static void
 ngx_mt5_credit_pg_connect_step(ngx_mt5_credit_pg_conn_t *conn)
 {
-    int                          fd;
+    ngx_msec_int_t               left;
     PostgresPollingStatusType    ps;
     ngx_mt5_credit_main_conf_t  *mcf;
 
@@ -467,15 +496,15 @@ ngx_mt5_credit_pg_connect_step(ngx_mt5_credit_pg_conn_t *conn)
     ps = PQconnectPoll(conn->pg);
 
     /*
-     * libpq may close its socket and open another between polls (next
-     * host, SSL fallback); the new one must be registered instead.
+     * libpq may close its socket and open another inside one poll (next
+     * host, target_session_attrs, SSL fallback), usually getting the same
+     * number back.  The kernel dropped the old socket from epoll; the new
+     * one must be registered, with what is left of the connect time.
      */
-    fd = PQsocket(conn->pg);
-
-    if (ps != PGRES_POLLING_FAILED && fd != conn->c->fd) {
+    if (ps != PGRES_POLLING_FAILED && !ngx_mt5_credit_pg_same_socket(conn)) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
-                       "mt5_credit: libpq socket changed %d -> %d",
-                       conn->c->fd, fd);
+                       "mt5_credit: libpq switched sockets (%d -> %d)",
+                       conn->c->fd, PQsocket(conn->pg));
 
         ngx_mt5_credit_pg_unwrap(conn, 1);
 
@@ -485,7 +514,8 @@ ngx_mt5_credit_pg_connect_step(ngx_mt5_credit_pg_conn_t *conn)
             return;
         }
 
-        ngx_add_timer(conn->c->read, mcf->pg_connect_timeout);
+        left = (ngx_msec_int_t) (conn->deadline - ngx_current_msec);
+        ngx_add_timer(conn->c->read, left > 0 ? (ngx_msec_t) left : 1);
     }
 
     switch (ps) {
@@ -892,13 +922,14 @@ ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
 
     if (PQstatus(conn->pg) != CONNECTION_OK
         || PQtransactionStatus(conn->pg) != PQTRANS_IDLE
-        || conn->requests >= mcf->pg_max_requests
-        || ngx_exiting || ngx_terminate || ngx_quit)
+        || conn->requests >= mcf->pg_max_requests)
     {
         ngx_mt5_credit_pg_close(conn);
         ngx_mt5_credit_pg_refill(pool);
         return;
     }
+
+    /* a healthy connection serves the waiters, also while exiting */
 
     while (!ngx_queue_empty(&pool->waiting)) {
         q = ngx_queue_head(&pool->waiting);
@@ -914,6 +945,11 @@ ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
         ngx_mt5_credit_pg_close(conn);
         op->handler(op, NGX_MT5_CREDIT_PG_UNAVAILABLE, NULL, "send failed");
         ngx_mt5_credit_pg_refill(pool);
+        return;
+    }
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        ngx_mt5_credit_pg_close(conn);
         return;
     }
 
@@ -1006,11 +1042,11 @@ ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn)
 
     /*
      * libpq closes the socket itself when it finds the connection lost
-     * (PQsocket() is -1 then): the kernel has already dropped it from
-     * epoll, and asking epoll again would fail.
+     * (PQsocket() is -1 then), or may have replaced it: the kernel has
+     * already dropped it from epoll, and asking epoll again would fail.
      */
     ngx_mt5_credit_pg_unwrap(conn, conn->c != NULL
-                                   && PQsocket(conn->pg) != conn->c->fd);
+                                   && !ngx_mt5_credit_pg_same_socket(conn));
 
     /* closes the socket; the server rolls back anything still open */
     PQfinish(conn->pg);
@@ -1035,4 +1071,40 @@ ngx_mt5_credit_pg_message(PGconn *pg)
     }
 
     return (*msg != '\0') ? msg : "(no message)";
+}
+
+
+/* is the socket wrapped still the one libpq uses? */
+
+static ngx_uint_t
+ngx_mt5_credit_pg_same_socket(ngx_mt5_credit_pg_conn_t *conn)
+{
+    int          fd;
+    struct stat  st;
+
+    fd = PQsocket(conn->pg);
+
+    if (fd == -1 || fd != conn->c->fd || fstat(fd, &st) == -1) {
+        return 0;
+    }
+
+    return st.st_ino == conn->sock_ino && st.st_dev == conn->sock_dev;
+}
+
+
+static void
+ngx_mt5_credit_pg_notice(void *arg, const char *message)
+{
+    ngx_mt5_credit_pg_conn_t  *conn = arg;
+
+    size_t  len;
+
+    len = ngx_strlen(message);
+
+    while (len && (message[len - 1] == '\n' || message[len - 1] == '\r')) {
+        len--;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, &conn->log, 0,
+                  "mt5_credit: PostgreSQL: %*s", len, message);
 }

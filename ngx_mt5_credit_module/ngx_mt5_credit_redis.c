@@ -139,17 +139,15 @@ ngx_mt5_credit_redis_wake(ngx_mt5_credit_redis_t *redis, int64_t credit_id,
         return;
     }
 
-    /* before connect completes hiredis buffers these; the deadline holds */
+    /*
+     * Before connect completes hiredis buffers these; the deadline holds.
+     * Each accepted command has exactly one reply callback to come.
+     */
     if (redisAsyncCommand(ac, ngx_mt5_credit_redis_on_reply,
                           &ngx_mt5_credit_redis_push, "LPUSH %b %lld",
                           mcf->redis_key.data, mcf->redis_key.len,
                           (long long) credit_id)
-        != REDIS_OK
-        || redisAsyncCommand(ac, ngx_mt5_credit_redis_on_reply,
-                             &ngx_mt5_credit_redis_trim, "LTRIM %b 0 %d",
-                             mcf->redis_key.data, mcf->redis_key.len,
-                             NGX_MT5_CREDIT_REDIS_LIST_MAX - 1)
-           != REDIS_OK)
+        != REDIS_OK)
     {
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REDIS_ERROR);
         ngx_log_error(NGX_LOG_WARN, log, 0,
@@ -158,7 +156,17 @@ ngx_mt5_credit_redis_wake(ngx_mt5_credit_redis_t *redis, int64_t credit_id,
         return;
     }
 
-    redis->pending += 2;
+    redis->pending++;
+
+    /* the trim only bounds the list; failing it loses nothing */
+    if (redisAsyncCommand(ac, ngx_mt5_credit_redis_on_reply,
+                          &ngx_mt5_credit_redis_trim, "LTRIM %b 0 %d",
+                          mcf->redis_key.data, mcf->redis_key.len,
+                          NGX_MT5_CREDIT_REDIS_LIST_MAX - 1)
+        == REDIS_OK)
+    {
+        redis->pending++;
+    }
 
     if (!redis->deadline.timer_set) {
         ngx_add_timer(&redis->deadline, mcf->redis_timeout);
@@ -263,6 +271,7 @@ ngx_mt5_credit_redis_schedule(ngx_mt5_credit_redis_t *redis)
 static void
 ngx_mt5_credit_redis_drop(ngx_mt5_credit_redis_t *redis)
 {
+    ngx_uint_t          connected;
     redisAsyncContext  *ac;
 
     if (redis->deadline.timer_set) {
@@ -275,12 +284,17 @@ ngx_mt5_credit_redis_drop(ngx_mt5_credit_redis_t *redis)
         return;
     }
 
+    connected = redis->connected;
+
     redis->ac = NULL;
     redis->connected = 0;
 
+    /* for a connected context this calls on_disconnect(), which schedules */
     redisAsyncFree(ac);
 
-    ngx_mt5_credit_redis_schedule(redis);
+    if (!connected) {
+        ngx_mt5_credit_redis_schedule(redis);
+    }
 }
 
 
@@ -288,6 +302,11 @@ static void
 ngx_mt5_credit_redis_reconnect_handler(ngx_event_t *ev)
 {
     ngx_mt5_credit_redis_t  *redis = ev->data;
+
+    /* a backoff timer armed before a graceful exit began */
+    if (redis->exiting || ngx_exiting || ngx_terminate) {
+        return;
+    }
 
     if (redis->ac == NULL) {
         ngx_mt5_credit_redis_connect(redis);

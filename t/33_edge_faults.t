@@ -15,7 +15,8 @@
 #     reopened on demand
 #   - Redis down, or hung, failing or delaying a delivery; a wake-up lost
 #     for good after Redis returns
-#   - a reload or a graceful stop leaving alerts or open sockets
+#   - a reload or a graceful stop leaving alerts or open sockets; a stop
+#     abandoning the webhooks running or queued when it began
 
 use strict;
 use warnings;
@@ -332,8 +333,31 @@ is(post(event(pi => 'pi_after_idle'))->{status}, 200,
     is_deeply([ $sb->log_problems($from) ], [], 'the reload left no alerts');
 }
 
+# --- graceful stop with webhooks running and queued ---------------------------
+
+{
+    my @locks = map { hold_event_key("evt_exit$_") } 1 .. 2;
+    my @busy = map { post_start(event(pi => "pi_exit$_", id => "evt_exit$_")) }
+               1 .. 2;
+    wait_until('both connections to block', sub { waiting_on_locks() >= 2 });
+    my $queued = post_start(event(pi => 'pi_exit3', id => 'evt_exit3'));
+    wait_until('one to queue', sub { stat_value('mt5credit_pg_queue') == 1 });
+    my $connects = stat_value('mt5credit_pg_connects_total');
+
+    kill 'QUIT', $sb->{pids}{nginx};
+    sleep 0.5;
+    $_->send('ROLLBACK;'), $_->close for @locks;
+
+    for my $s (@busy, $queued) {
+        like(Mt5Credit::Sandbox::http_end($s)->{body}, qr/credit_created/,
+             'a webhook running or queued at QUIT still completes');
+    }
+    is($sb->stop_nginx, 0, 'and then nginx exits cleanly');
+    is(credit_of('pi_exit3'), 1, 'the queued one was stored');
+}
+
 is_deeply([ $sb->log_problems ], [], 'no alert, crit or crash in the log');
-is($sb->stop_nginx, 0, 'nginx stops cleanly');
-is_deeply([ $sb->log_problems ], [], 'and leaves no socket open');
+is_deeply([ grep { /open socket/ } $sb->error_log ], [],
+          'and no socket left open');
 
 done_testing;
