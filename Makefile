@@ -38,14 +38,15 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 postgresql-15 postgresql-client-15 libpq-dev \
                 redis-server redis-tools libhiredis-dev \
                 libssl-dev libcurl4-openssl-dev libjansson-dev \
+                libmicrohttpd-dev openssl valgrind \
                 wrk procps iproute2
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all module unit deps demo test test-unit bench static \
+.PHONY: all module batch sim unit deps demo test test-unit bench static \
         check-upstream clean
 
-all: module unit
+all: module batch sim unit
 
 module: $(MODULE_SO)
 
@@ -90,6 +91,40 @@ static:
 	    --builddir=$(BUILD)/nginx-static > $(BUILD)/configure-static.log
 	$(MAKE) -C $(NGINX_SRC) -f $(BUILD)/nginx-static/Makefile binary
 	@echo "built $(BUILD)/nginx-static/nginx with ngx_mt5_credit_module"
+
+
+# mt5credit: the worker, the resolver, status (batch/).
+BATCH_SRCS   := $(wildcard batch/*.c)
+BATCH_OBJS   := $(patsubst batch/%.c,$(BUILD)/batch/%.o,$(BATCH_SRCS))
+BATCH_CFLAGS := -std=gnu99 $(CFLAGS) $(WARN) -I$(PG_INC)
+BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto
+MT5CREDIT    := $(BUILD)/mt5credit
+
+batch: $(MT5CREDIT)
+
+$(BUILD)/batch/%.o: batch/%.c $(wildcard batch/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BATCH_CFLAGS) -c -o $@ $<
+
+$(MT5CREDIT): $(BATCH_OBJS)
+	$(CC) -o $@ $^ $(BATCH_LIBS)
+
+
+# The MT5 Web API simulator, a test double (t/mt5sim/).
+SIM_SRCS     := $(wildcard t/mt5sim/*.c)
+SIM_OBJS     := $(patsubst t/mt5sim/%.c,$(BUILD)/t/mt5sim/%.o,$(SIM_SRCS))
+MT5SIM       := $(BUILD)/t/mt5sim
+
+sim: $(MT5SIM)
+
+$(BUILD)/t/mt5sim/%.o: t/mt5sim/%.c $(wildcard t/mt5sim/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) -Wall -Wextra -Werror \
+	    $$(pkg-config --cflags libmicrohttpd) -c -o $@ $<
+
+$(MT5SIM): $(SIM_OBJS)
+	$(CC) -o $@ $^ $$(pkg-config --libs libmicrohttpd) -ljansson -lcrypto \
+	    -lpthread
 
 
 # C unit tests: no servers, pure functions, vectors with their own clock.

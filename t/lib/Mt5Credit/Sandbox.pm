@@ -145,6 +145,7 @@ sub start_postgres {
         $self->psql(<<'SQL');
 CREATE ROLE edge LOGIN IN ROLE mt5credit_ingest;
 CREATE ROLE portal LOGIN IN ROLE mt5credit_portal;
+CREATE ROLE worker LOGIN IN ROLE mt5credit_worker;
 SQL
     }
     return $port;

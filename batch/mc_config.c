@@ -1,0 +1,545 @@
+/*
+ * Copyright (C) mt5-credit
+ */
+
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mc_config.h"
+#include "mc_log.h"
+
+
+typedef enum {
+    MC_KEY_STR,
+    MC_KEY_SECONDS,
+    MC_KEY_INT,
+    MC_KEY_U64,
+    MC_KEY_BOOL
+} mc_key_type_e;
+
+
+typedef struct {
+    const char      *name;
+    mc_key_type_e    type;
+    size_t           offset;
+    size_t           size;       /* strings */
+    long             min, max;   /* numbers */
+    const char      *help;
+} mc_key_t;
+
+
+#define MC_MAIN(f)  offsetof(mc_config_t, f), sizeof(((mc_config_t *) 0)->f)
+#define MC_SRV(f)   offsetof(mc_server_config_t, f),                         \
+                    sizeof(((mc_server_config_t *) 0)->f)
+
+
+static const mc_key_t  mc_main_keys[] = {
+    { "database", MC_KEY_STR, MC_MAIN(database), 0, 0,
+      "libpq conninfo of the database (required); log in as a member of "
+      "mt5credit_worker" },
+    { "worker_name", MC_KEY_STR, MC_MAIN(worker_name), 0, 0,
+      "name in history rows and logs (default: host:pid)" },
+    { "redis", MC_KEY_STR, MC_MAIN(redis), 0, 0,
+      "wake-up list's Redis: ip:port or unix:/path (default: none, poll "
+      "only)" },
+    { "redis_key", MC_KEY_STR, MC_MAIN(redis_key), 0, 0,
+      "the list the edge pushes credit ids to (default mt5credit:wake)" },
+    { "poll_interval", MC_KEY_SECONDS, MC_MAIN(poll_interval), 1, 3600,
+      "seconds between polls of the database without a wake-up (5)" },
+    { "lease", MC_KEY_SECONDS, MC_MAIN(lease), 5, 86400,
+      "seconds a claim lasts; at least 3 x call_timeout + 5 (120)" },
+    { "call_timeout", MC_KEY_SECONDS, MC_MAIN(call_timeout), 1, 600,
+      "seconds one MT5 request may take (30)" },
+    { "connect_timeout", MC_KEY_SECONDS, MC_MAIN(connect_timeout), 1, 600,
+      "seconds to connect to MT5 (10)" },
+    { "settle_margin", MC_KEY_SECONDS, MC_MAIN(settle_margin), 0, 86400,
+      "seconds after a lease before the resolver looks a credit up (30)" },
+    { "lookback", MC_KEY_SECONDS, MC_MAIN(lookback), 0, 30 * 86400,
+      "deals are searched from this long before the credit was made (900)" },
+    { "resolve_interval", MC_KEY_SECONDS, MC_MAIN(resolve_interval), 1, 3600,
+      "seconds between resolver rounds in the worker (10)" },
+    { "resolve_retry", MC_KEY_SECONDS, MC_MAIN(resolve_retry), 1, 86400,
+      "seconds before an unresolved credit is looked up again (60)" },
+    { "sweep_interval", MC_KEY_SECONDS, MC_MAIN(sweep_interval), 1, 3600,
+      "seconds between sweeps of expired leases (5)" },
+    { "server_backoff", MC_KEY_SECONDS, MC_MAIN(server_backoff), 0, 3600,
+      "seconds an unreachable MT5 server is left alone (5)" },
+    { "alert_command", MC_KEY_STR, MC_MAIN(alert_command), 0, 0,
+      "run on every alert, with MT5CREDIT_ALERT_* in its environment" },
+    { "alert_url", MC_KEY_STR, MC_MAIN(alert_url), 0, 0,
+      "POSTed a JSON object on every alert" },
+    { "log_level", MC_KEY_STR, MC_MAIN(log_level), 0, 0,
+      "debug, info, warn, error (info)" },
+    { NULL, 0, 0, 0, 0, 0, NULL }
+};
+
+
+static const mc_key_t  mc_server_keys[] = {
+    { "url", MC_KEY_STR, MC_SRV(url), 0, 0,
+      "https://host:port of the MT5 access server (required)" },
+    { "manager", MC_KEY_U64, MC_SRV(manager), 1, 0,
+      "manager login with the Web API enabled (required)" },
+    { "password_file", MC_KEY_STR, MC_SRV(password_file), 0, 0,
+      "file holding the manager's API password (required; mode 0600)" },
+    { "ca_file", MC_KEY_STR, MC_SRV(ca_file), 0, 0,
+      "CA bundle for a self-signed access server (default: system CAs)" },
+    { "tls_verify", MC_KEY_BOOL, MC_SRV(tls_verify), 0, 1,
+      "on (default) or off; off is logged at every session" },
+    { "sessions", MC_KEY_INT, MC_SRV(sessions), 1, 64,
+      "most Web API sessions on this server, all workers together (2)" },
+    { "ping_interval", MC_KEY_SECONDS, MC_SRV(ping_interval), 1, 170,
+      "seconds idle before /api/test/access (20; the server drops at 180)" },
+    { NULL, 0, 0, 0, 0, 0, NULL }
+};
+
+
+static char *mc_config_trim(char *s);
+static int mc_config_set(const mc_key_t *keys, void *base, const char *key,
+    const char *value, char *err, size_t errlen);
+static int mc_config_seconds(const char *v, long *out);
+static int mc_config_finish(mc_config_t *cfg, char *err, size_t errlen);
+static int mc_config_password(mc_server_config_t *s, char *err,
+    size_t errlen);
+
+
+static void
+mc_config_defaults(mc_config_t *cfg)
+{
+    char  host[64];
+
+    memset(cfg, 0, sizeof(*cfg));
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        strcpy(host, "worker");
+    }
+
+    host[sizeof(host) - 1] = '\0';
+    snprintf(cfg->worker_name, sizeof(cfg->worker_name), "%s:%d", host,
+             (int) getpid());
+    strcpy(cfg->redis_key, "mt5credit:wake");
+    strcpy(cfg->log_level, "info");
+    cfg->poll_interval = 5;
+    cfg->lease = 120;
+    cfg->call_timeout = 30;
+    cfg->connect_timeout = 10;
+    cfg->settle_margin = 30;
+    cfg->lookback = 900;
+    cfg->resolve_interval = 10;
+    cfg->resolve_retry = 60;
+    cfg->sweep_interval = 5;
+    cfg->server_backoff = 5;
+}
+
+
+int
+mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
+{
+    int                  lineno, rc;
+    char                 line[2048], *p, *eq, *key, *value;
+    FILE                *f;
+    mc_server_config_t  *server;
+
+    mc_config_defaults(cfg);
+    snprintf(cfg->path, sizeof(cfg->path), "%s", path);
+
+    f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    server = NULL;
+    lineno = 0;
+    rc = 0;
+
+    while (fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+
+        p = mc_config_trim(line);
+
+        if (*p == '\0' || *p == '#') {
+            continue;
+        }
+
+        if (*p == '[') {
+            char  name[64];
+
+            if (sscanf(p, "[server %63[A-Za-z0-9_.-]]", name) != 1
+                || p[strlen(p) - 1] != ']')
+            {
+                snprintf(err, errlen, "%s:%d: expected \"[server <name>]\"",
+                         path, lineno);
+                rc = -1;
+                break;
+            }
+
+            if (mc_config_server(cfg, name) != NULL) {
+                snprintf(err, errlen, "%s:%d: server \"%s\" is duplicate",
+                         path, lineno, name);
+                rc = -1;
+                break;
+            }
+
+            if (cfg->nservers == MC_CONFIG_MAX_SERVERS) {
+                snprintf(err, errlen, "%s:%d: more than %d servers", path,
+                         lineno, MC_CONFIG_MAX_SERVERS);
+                rc = -1;
+                break;
+            }
+
+            server = &cfg->servers[cfg->nservers++];
+            snprintf(server->name, sizeof(server->name), "%s", name);
+            server->tls_verify = 1;
+            server->sessions = 2;
+            server->ping_interval = 20;
+            continue;
+        }
+
+        eq = strchr(p, '=');
+        if (eq == NULL) {
+            snprintf(err, errlen, "%s:%d: expected \"key = value\"", path,
+                     lineno);
+            rc = -1;
+            break;
+        }
+
+        *eq = '\0';
+        key = mc_config_trim(p);
+        value = mc_config_trim(eq + 1);
+
+        /* a value may be quoted, e.g. a conninfo with spaces */
+        if (value[0] == '"' && strlen(value) >= 2
+            && value[strlen(value) - 1] == '"')
+        {
+            value[strlen(value) - 1] = '\0';
+            value++;
+        }
+
+        if (server != NULL) {
+            rc = mc_config_set(mc_server_keys, server, key, value, err,
+                               errlen);
+        } else {
+            rc = mc_config_set(mc_main_keys, cfg, key, value, err, errlen);
+        }
+
+        if (rc != 0) {
+            /* prefix the location to what mc_config_set() said */
+            char  what[256];
+
+            snprintf(what, sizeof(what), "%s", err);
+            snprintf(err, errlen, "%s:%d: %s", path, lineno, what);
+            break;
+        }
+    }
+
+    fclose(f);
+
+    if (rc != 0) {
+        return -1;
+    }
+
+    return mc_config_finish(cfg, err, errlen);
+}
+
+
+mc_server_config_t *
+mc_config_server(mc_config_t *cfg, const char *name)
+{
+    int  i;
+
+    for (i = 0; i < cfg->nservers; i++) {
+        if (strcmp(cfg->servers[i].name, name) == 0) {
+            return &cfg->servers[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+void
+mc_config_usage(void)
+{
+    const mc_key_t  *k;
+
+    printf("configuration file keys:\n");
+
+    for (k = mc_main_keys; k->name; k++) {
+        printf("  %-18s %s\n", k->name, k->help);
+    }
+
+    printf("\none section per MT5 server, \"[server <name>]\" (the name "
+           "credits carry in mt5_server):\n");
+
+    for (k = mc_server_keys; k->name; k++) {
+        printf("  %-18s %s\n", k->name, k->help);
+    }
+}
+
+
+static char *
+mc_config_trim(char *s)
+{
+    char  *e;
+
+    while (isspace((unsigned char) *s)) {
+        s++;
+    }
+
+    e = s + strlen(s);
+
+    while (e > s && isspace((unsigned char) e[-1])) {
+        e--;
+    }
+
+    *e = '\0';
+
+    return s;
+}
+
+
+static int
+mc_config_set(const mc_key_t *keys, void *base, const char *key,
+    const char *value, char *err, size_t errlen)
+{
+    long             n;
+    char            *end;
+    const mc_key_t  *k;
+
+    for (k = keys; k->name; k++) {
+        if (strcmp(k->name, key) == 0) {
+            break;
+        }
+    }
+
+    if (k->name == NULL) {
+        snprintf(err, errlen, "unknown key \"%s\"", key);
+        return -1;
+    }
+
+    switch (k->type) {
+
+    case MC_KEY_STR:
+        if (strlen(value) >= k->size) {
+            snprintf(err, errlen, "\"%s\" is too long", key);
+            return -1;
+        }
+
+        strcpy((char *) base + k->offset, value);
+        return 0;
+
+    case MC_KEY_BOOL:
+        if (strcmp(value, "on") == 0 || strcmp(value, "yes") == 0) {
+            *(int *) ((char *) base + k->offset) = 1;
+            return 0;
+        }
+
+        if (strcmp(value, "off") == 0 || strcmp(value, "no") == 0) {
+            *(int *) ((char *) base + k->offset) = 0;
+            return 0;
+        }
+
+        snprintf(err, errlen, "\"%s\" must be on or off, not \"%s\"", key,
+                 value);
+        return -1;
+
+    case MC_KEY_U64:
+        errno = 0;
+        {
+            unsigned long long  u = strtoull(value, &end, 10);
+
+            if (errno || *end != '\0' || value[0] == '-' || u == 0) {
+                snprintf(err, errlen, "\"%s\" must be a positive integer, "
+                         "not \"%s\"", key, value);
+                return -1;
+            }
+
+            *(uint64_t *) ((char *) base + k->offset) = u;
+        }
+        return 0;
+
+    case MC_KEY_SECONDS:
+        if (mc_config_seconds(value, &n) != 0) {
+            snprintf(err, errlen, "\"%s\" must be a duration like 30, 30s, "
+                     "5m or 1h, not \"%s\"", key, value);
+            return -1;
+        }
+        break;
+
+    default: /* MC_KEY_INT */
+        errno = 0;
+        n = strtol(value, &end, 10);
+
+        if (errno || *end != '\0' || end == value) {
+            snprintf(err, errlen, "\"%s\" must be an integer, not \"%s\"",
+                     key, value);
+            return -1;
+        }
+        break;
+    }
+
+    if (n < k->min || n > k->max) {
+        snprintf(err, errlen, "\"%s\" must be between %ld and %ld", key,
+                 k->min, k->max);
+        return -1;
+    }
+
+    *(int *) ((char *) base + k->offset) = (int) n;
+
+    return 0;
+}
+
+
+static int
+mc_config_seconds(const char *v, long *out)
+{
+    long   n, unit;
+    char  *end;
+
+    errno = 0;
+    n = strtol(v, &end, 10);
+
+    if (errno || end == v || n < 0) {
+        return -1;
+    }
+
+    if (*end == '\0' || strcmp(end, "s") == 0) {
+        unit = 1;
+
+    } else if (strcmp(end, "m") == 0) {
+        unit = 60;
+
+    } else if (strcmp(end, "h") == 0) {
+        unit = 3600;
+
+    } else if (strcmp(end, "d") == 0) {
+        unit = 86400;
+
+    } else {
+        return -1;
+    }
+
+    *out = n * unit;
+    return 0;
+}
+
+
+static int
+mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
+{
+    int                  i;
+    mc_log_level_e       level;
+    mc_server_config_t  *s;
+
+    if (cfg->database[0] == '\0') {
+        snprintf(err, errlen, "%s: \"database\" is required", cfg->path);
+        return -1;
+    }
+
+    if (mc_log_parse_level(cfg->log_level, &level) != 0) {
+        snprintf(err, errlen, "%s: unknown log_level \"%s\"", cfg->path,
+                 cfg->log_level);
+        return -1;
+    }
+
+    /*
+     * A claim must outlive the reads before the call, the call itself and
+     * a margin: then no call can still be on its way when the lease ends
+     * and the sweeper calls the outcome unknown.
+     */
+    if (cfg->lease < 3 * cfg->call_timeout + 5) {
+        snprintf(err, errlen, "%s: lease (%ds) must be at least "
+                 "3 x call_timeout + 5 (%ds)", cfg->path, cfg->lease,
+                 3 * cfg->call_timeout + 5);
+        return -1;
+    }
+
+    if (cfg->nservers == 0) {
+        snprintf(err, errlen, "%s: no [server <name>] section", cfg->path);
+        return -1;
+    }
+
+    for (i = 0; i < cfg->nservers; i++) {
+        s = &cfg->servers[i];
+
+        if (s->url[0] == '\0' || s->manager == 0
+            || s->password_file[0] == '\0')
+        {
+            snprintf(err, errlen, "%s: [server %s] needs url, manager and "
+                     "password_file", cfg->path, s->name);
+            return -1;
+        }
+
+        if (strncmp(s->url, "https://", 8) != 0
+            && strncmp(s->url, "http://", 7) != 0)
+        {
+            snprintf(err, errlen, "%s: [server %s] url must start with "
+                     "https://", cfg->path, s->name);
+            return -1;
+        }
+
+        if (mc_config_password(s, err, errlen) != 0) {
+            return -1;
+        }
+
+        s->mt5.name = s->name;
+        s->mt5.url = s->url;
+        s->mt5.manager = s->manager;
+        s->mt5.password = s->password;
+        s->mt5.ca_file = s->ca_file[0] ? s->ca_file : NULL;
+        s->mt5.tls_verify = s->tls_verify;
+        s->mt5.connect_timeout_ms = cfg->connect_timeout * 1000L;
+        s->mt5.timeout_ms = cfg->call_timeout * 1000L;
+        s->mt5.ping_interval = s->ping_interval;
+        s->mt5.agent = "mt5credit";
+    }
+
+    return 0;
+}
+
+
+/* the password: the file's first line, trimmed; never echoed anywhere */
+
+static int
+mc_config_password(mc_server_config_t *s, char *err, size_t errlen)
+{
+    FILE         *f;
+    char         *p;
+    struct stat   st;
+
+    f = fopen(s->password_file, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "[server %s] password_file %s: %s", s->name,
+                 s->password_file, strerror(errno));
+        return -1;
+    }
+
+    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 0077)) {
+        mc_log(MC_LOG_WARN, "[server %s] password_file %s is readable by "
+               "others (mode %03o); use 0600", s->name, s->password_file,
+               (unsigned) (st.st_mode & 0777));
+    }
+
+    if (fgets(s->password, sizeof(s->password), f) == NULL) {
+        s->password[0] = '\0';
+    }
+
+    fclose(f);
+
+    p = mc_config_trim(s->password);
+    memmove(s->password, p, strlen(p) + 1);
+
+    if (s->password[0] == '\0') {
+        snprintf(err, errlen, "[server %s] password_file %s is empty",
+                 s->name, s->password_file);
+        return -1;
+    }
+
+    return 0;
+}

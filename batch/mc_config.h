@@ -1,0 +1,75 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The batch programs' configuration: one file of "key = value" lines,
+ * with a [server <name>] section per MT5 server.  docs/worker.md lists
+ * every key.  Unknown keys, bad values and missing required keys are
+ * errors naming the file and line: a typo never runs with a default.
+ */
+
+
+#ifndef MC_CONFIG_H
+#define MC_CONFIG_H
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc_mt5.h"
+
+
+#define MC_CONFIG_MAX_SERVERS  16
+
+
+typedef struct {
+    char             name[64];
+    char             url[512];
+    uint64_t         manager;
+    char             password_file[512];
+    char             ca_file[512];
+    int              tls_verify;
+    int              sessions;        /* cap across all workers */
+    int              ping_interval;   /* seconds */
+    char             password[256];   /* read from password_file */
+    mc_mt5_config_t  mt5;             /* filled by mc_config_load() */
+} mc_server_config_t;
+
+
+typedef struct {
+    char                 path[512];
+    char                 database[1024];   /* libpq conninfo */
+    char                 worker_name[128];
+    char                 redis[256];       /* "127.0.0.1:6379", "unix:/p" */
+    char                 redis_key[200];
+    int                  poll_interval;    /* s: without a wake-up */
+    int                  lease;            /* s: a claim's lease */
+    int                  call_timeout;     /* s: one MT5 request */
+    int                  connect_timeout;  /* s */
+    int                  settle_margin;    /* s after a lease, for lookups */
+    int                  lookback;         /* s before a credit, for lookups */
+    int                  resolve_interval; /* s between resolver rounds */
+    int                  resolve_retry;    /* s before an unresolved retry */
+    int                  sweep_interval;   /* s between lease sweeps */
+    int                  server_backoff;   /* s a failing server rests */
+    char                 alert_command[512];
+    char                 alert_url[512];
+    char                 log_level[16];
+    mc_server_config_t   servers[MC_CONFIG_MAX_SERVERS];
+    int                  nservers;
+} mc_config_t;
+
+
+/*
+ * Loads and checks a configuration file, reads each server's password
+ * file.  Returns 0, or -1 with a message naming file and line in err.
+ */
+int mc_config_load(const char *path, mc_config_t *cfg, char *err,
+    size_t errlen);
+
+mc_server_config_t *mc_config_server(mc_config_t *cfg, const char *name);
+
+/* prints every key with its meaning and default, for --help */
+void mc_config_usage(void);
+
+
+#endif /* MC_CONFIG_H */

@@ -1,0 +1,511 @@
+/*
+ * Copyright (C) mt5-credit
+ */
+
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc_db.h"
+#include "mc_log.h"
+
+
+struct mc_db_s {
+    char          *conninfo;
+    PGconn        *conn;
+    unsigned long  generation;    /* connections made so far */
+};
+
+
+#define MC_DB_ITEM_COLUMNS                                                   \
+    "id, attempts, kind, direction, reference, mt5_server, mt5_login, "      \
+    "amount_minor, currency, currency_digits, client_id, owner_ok, "         \
+    "extract(epoch FROM created_at)::bigint, "                               \
+    "extract(epoch FROM claimed_at)::bigint, coalesce(lease_ms_left, 0)"
+
+
+static PGresult *mc_db_exec(mc_db_t *db, const char *sql, int n,
+    const char *const *params);
+static int mc_db_bool(mc_db_t *db, const char *sql, int n,
+    const char *const *params);
+static void mc_db_item(PGresult *res, int row, mc_work_item_t *w);
+static char *mc_db_array(const char *const *items, int n);
+static char *mc_db_json(json_t *detail);
+
+
+mc_db_t *
+mc_db_open(const char *conninfo)
+{
+    mc_db_t  *db;
+
+    db = calloc(1, sizeof(mc_db_t));
+    if (db == NULL) {
+        return NULL;
+    }
+
+    db->conninfo = strdup(conninfo);
+    if (db->conninfo == NULL) {
+        free(db);
+        return NULL;
+    }
+
+    return db;
+}
+
+
+void
+mc_db_close(mc_db_t *db)
+{
+    if (db == NULL) {
+        return;
+    }
+
+    if (db->conn != NULL) {
+        PQfinish(db->conn);
+    }
+
+    free(db->conninfo);
+    free(db);
+}
+
+
+int
+mc_db_ready(mc_db_t *db)
+{
+    if (db->conn != NULL && PQstatus(db->conn) == CONNECTION_OK) {
+        return 0;
+    }
+
+    if (db->conn != NULL) {
+        PQfinish(db->conn);
+    }
+
+    db->conn = PQconnectdb(db->conninfo);
+    db->generation++;
+
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        mc_log(MC_LOG_ERROR, "database: %s",
+               PQerrorMessage(db->conn));
+        PQfinish(db->conn);
+        db->conn = NULL;
+        return -1;
+    }
+
+    return 0;
+}
+
+
+PGconn *
+mc_db_conn(mc_db_t *db)
+{
+    return db->conn;
+}
+
+
+unsigned long
+mc_db_generation(mc_db_t *db)
+{
+    return db->generation;
+}
+
+
+/* one statement; on any failure the result is NULL and the error logged */
+
+static PGresult *
+mc_db_exec(mc_db_t *db, const char *sql, int n, const char *const *params)
+{
+    PGresult  *res;
+
+    if (mc_db_ready(db) != 0) {
+        return NULL;
+    }
+
+    res = PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK
+        && PQresultStatus(res) != PGRES_COMMAND_OK)
+    {
+        mc_log(MC_LOG_ERROR, "database: %s (%.60s...)",
+               PQresultErrorMessage(res), sql);
+        PQclear(res);
+
+        /* a broken connection is replaced on the next call */
+        if (PQstatus(db->conn) != CONNECTION_OK) {
+            PQfinish(db->conn);
+            db->conn = NULL;
+        }
+
+        return NULL;
+    }
+
+    return res;
+}
+
+
+static int
+mc_db_bool(mc_db_t *db, const char *sql, int n, const char *const *params)
+{
+    int        rc;
+    PGresult  *res;
+
+    res = mc_db_exec(db, sql, n, params);
+    if (res == NULL) {
+        return -1;
+    }
+
+    rc = (PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0);
+    PQclear(res);
+
+    return rc;
+}
+
+
+static void
+mc_db_item(PGresult *res, int row, mc_work_item_t *w)
+{
+    memset(w, 0, sizeof(*w));
+
+    w->id = strtoll(PQgetvalue(res, row, 0), NULL, 10);
+    w->attempts = atoi(PQgetvalue(res, row, 1));
+    snprintf(w->kind, sizeof(w->kind), "%s", PQgetvalue(res, row, 2));
+    snprintf(w->direction, sizeof(w->direction), "%s",
+             PQgetvalue(res, row, 3));
+    snprintf(w->reference, sizeof(w->reference), "%s",
+             PQgetvalue(res, row, 4));
+    snprintf(w->server, sizeof(w->server), "%s", PQgetvalue(res, row, 5));
+    w->login = strtoull(PQgetvalue(res, row, 6), NULL, 10);
+    w->amount_minor = strtoll(PQgetvalue(res, row, 7), NULL, 10);
+    snprintf(w->currency, sizeof(w->currency), "%s", PQgetvalue(res, row, 8));
+    w->currency_digits = atoi(PQgetvalue(res, row, 9));
+    snprintf(w->client_id, sizeof(w->client_id), "%s",
+             PQgetvalue(res, row, 10));
+    w->owner_ok = strcmp(PQgetvalue(res, row, 11), "t") == 0;
+    w->created_at = strtoll(PQgetvalue(res, row, 12), NULL, 10);
+    w->claimed_at = strtoll(PQgetvalue(res, row, 13), NULL, 10);
+    w->lease_ms_left = strtoll(PQgetvalue(res, row, 14), NULL, 10);
+}
+
+
+/* {"a","b"} as a PostgreSQL text[] literal; names are [A-Za-z0-9_.-] */
+
+static char *
+mc_db_array(const char *const *items, int n)
+{
+    int      i;
+    char    *s;
+    size_t   len;
+
+    len = 3;
+
+    for (i = 0; i < n; i++) {
+        len += strlen(items[i]) + 3;
+    }
+
+    s = malloc(len);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    strcpy(s, "{");
+
+    for (i = 0; i < n; i++) {
+        strcat(s, i ? ",\"" : "\"");
+        strcat(s, items[i]);
+        strcat(s, "\"");
+    }
+
+    strcat(s, "}");
+
+    return s;
+}
+
+
+static char *
+mc_db_json(json_t *detail)
+{
+    if (detail == NULL) {
+        return strdup("{}");
+    }
+
+    return json_dumps(detail, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+
+int
+mc_db_claim(mc_db_t *db, const char *worker, int lease,
+    const char *const *servers, int nservers, mc_work_item_t *item)
+{
+    int          rc;
+    char         lease_s[16], *array;
+    PGresult    *res;
+    const char  *params[3];
+
+    array = mc_db_array(servers, nservers);
+    if (array == NULL) {
+        return -1;
+    }
+
+    snprintf(lease_s, sizeof(lease_s), "%d", lease);
+    params[0] = worker;
+    params[1] = lease_s;
+    params[2] = array;
+
+    res = mc_db_exec(db, "SELECT " MC_DB_ITEM_COLUMNS
+                     " FROM mt5credit.claim_credit($1, $2, $3)", 3, params);
+    free(array);
+
+    if (res == NULL) {
+        return -1;
+    }
+
+    rc = PQntuples(res) == 1;
+
+    if (rc) {
+        mc_db_item(res, 0, item);
+    }
+
+    PQclear(res);
+
+    return rc;
+}
+
+
+/* the common shape of the transition calls: (id, attempt, ..., detail) */
+
+static int
+mc_db_move(mc_db_t *db, const char *sql, const mc_work_item_t *w,
+    const char *extra1, const char *extra2, const char *worker,
+    json_t *detail)
+{
+    int          rc, n;
+    char         id[24], attempt[16], *json;
+    const char  *params[6];
+
+    json = mc_db_json(detail);
+    json_decref(detail);
+
+    if (json == NULL) {
+        return -1;
+    }
+
+    snprintf(id, sizeof(id), "%" PRId64, w->id);
+    snprintf(attempt, sizeof(attempt), "%d", w->attempts);
+
+    n = 0;
+    params[n++] = id;
+    params[n++] = attempt;
+
+    if (extra1 != NULL) {
+        params[n++] = extra1;
+    }
+
+    params[n++] = worker;
+    params[n++] = json;
+
+    if (extra2 != NULL) {
+        params[n++] = extra2;
+    }
+
+    rc = mc_db_bool(db, sql, n, params);
+    free(json);
+
+    return rc;
+}
+
+
+int
+mc_db_release(mc_db_t *db, const mc_work_item_t *w, const char *worker,
+    json_t *detail)
+{
+    return mc_db_move(db, "SELECT mt5credit.credit_release($1, $2, $3, $4)",
+                      w, NULL, NULL, worker, detail);
+}
+
+
+int
+mc_db_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
+    const char *worker, json_t *detail)
+{
+    char  t[24];
+
+    snprintf(t, sizeof(t), "%" PRIu64, ticket);
+
+    return mc_db_move(db, "SELECT mt5credit.credit_succeeded($1, $2, $3, $4,"
+                      " $5)", w, t, NULL, worker, detail);
+}
+
+
+int
+mc_db_failed(mc_db_t *db, const mc_work_item_t *w, const char *case_kind,
+    const char *worker, json_t *detail)
+{
+    return mc_db_move(db, "SELECT mt5credit.credit_failed($1, $2, $3, $4, "
+                      "$5)", w, case_kind, NULL, worker, detail);
+}
+
+
+int
+mc_db_unknown(mc_db_t *db, const mc_work_item_t *w, const char *worker,
+    json_t *detail)
+{
+    return mc_db_move(db, "SELECT mt5credit.credit_unknown($1, $2, $3, $4)",
+                      w, NULL, NULL, worker, detail);
+}
+
+
+int
+mc_db_sweep(mc_db_t *db, const char *worker)
+{
+    int          n;
+    PGresult    *res;
+    const char  *params[1];
+
+    params[0] = worker;
+
+    res = mc_db_exec(db, "SELECT mt5credit.sweep_expired_leases($1)", 1,
+                     params);
+    if (res == NULL) {
+        return -1;
+    }
+
+    n = atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+
+    return n;
+}
+
+
+int
+mc_db_resolve_claim(mc_db_t *db, const char *const *servers, int nservers,
+    int margin, int lookup, int limit, mc_work_item_t **items, size_t *n)
+{
+    int          i, rows;
+    char         margin_s[16], lookup_s[16], limit_s[16], *array;
+    PGresult    *res;
+    const char  *params[4];
+
+    *items = NULL;
+    *n = 0;
+
+    array = mc_db_array(servers, nservers);
+    if (array == NULL) {
+        return -1;
+    }
+
+    snprintf(margin_s, sizeof(margin_s), "%d", margin);
+    snprintf(lookup_s, sizeof(lookup_s), "%d", lookup);
+    snprintf(limit_s, sizeof(limit_s), "%d", limit);
+    params[0] = array;
+    params[1] = margin_s;
+    params[2] = lookup_s;
+    params[3] = limit_s;
+
+    res = mc_db_exec(db, "SELECT " MC_DB_ITEM_COLUMNS
+                     " FROM mt5credit.resolve_claim($1, $2, $3, $4)", 4,
+                     params);
+    free(array);
+
+    if (res == NULL) {
+        return -1;
+    }
+
+    rows = PQntuples(res);
+
+    if (rows > 0) {
+        *items = calloc((size_t) rows, sizeof(mc_work_item_t));
+        if (*items == NULL) {
+            PQclear(res);
+            return -1;
+        }
+
+        for (i = 0; i < rows; i++) {
+            mc_db_item(res, i, &(*items)[i]);
+        }
+    }
+
+    *n = (size_t) rows;
+    PQclear(res);
+
+    return 0;
+}
+
+
+int
+mc_db_resolve_found(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
+    const char *worker, json_t *detail)
+{
+    char  t[24];
+
+    snprintf(t, sizeof(t), "%" PRIu64, ticket);
+
+    return mc_db_move(db, "SELECT mt5credit.resolve_found($1, $2, $3, $4, "
+                      "$5)", w, t, NULL, worker, detail);
+}
+
+
+int
+mc_db_resolve_absent(mc_db_t *db, const mc_work_item_t *w,
+    const char *worker, json_t *detail)
+{
+    return mc_db_move(db, "SELECT mt5credit.resolve_absent($1, $2, $3, $4)",
+                      w, NULL, NULL, worker, detail);
+}
+
+
+int
+mc_db_resolve_unresolved(mc_db_t *db, const mc_work_item_t *w,
+    const char *case_kind, const char *worker, json_t *detail, int retry)
+{
+    char  r[16];
+
+    snprintf(r, sizeof(r), "%d", retry);
+
+    return mc_db_move(db, "SELECT mt5credit.resolve_unresolved($1, $2, $3, "
+                      "$4, $5, $6)", w, case_kind, r, worker, detail);
+}
+
+
+int
+mc_db_session_slot(mc_db_t *db, const char *server, int cap)
+{
+    int          slot, rc;
+    char         slot_s[16];
+    const char  *params[2];
+
+    for (slot = 1; slot <= cap; slot++) {
+        snprintf(slot_s, sizeof(slot_s), "%d", slot);
+        params[0] = server;
+        params[1] = slot_s;
+
+        rc = mc_db_bool(db, "SELECT pg_try_advisory_lock("
+                        "hashtext('mt5credit.session:' || $1), $2::int)",
+                        2, params);
+        if (rc < 0) {
+            return -1;
+        }
+
+        if (rc == 1) {
+            return slot;
+        }
+    }
+
+    return 0;
+}
+
+
+void
+mc_db_session_slot_release(mc_db_t *db, const char *server, int slot)
+{
+    char         slot_s[16];
+    const char  *params[2];
+
+    snprintf(slot_s, sizeof(slot_s), "%d", slot);
+    params[0] = server;
+    params[1] = slot_s;
+
+    (void) mc_db_bool(db, "SELECT pg_advisory_unlock("
+                      "hashtext('mt5credit.session:' || $1), $2::int)",
+                      2, params);
+}

@@ -1,0 +1,97 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The worker's database calls: each one statement, one of the functions
+ * of sql/008_worker.sql, which move a credit only from the state and
+ * attempt the caller claimed.  Transitions return 1 when the row moved,
+ * 0 when it did not (the lease was lost, someone else decided first),
+ * -1 when the database could not be asked (the connection is then reset
+ * on the next call).  A `detail` argument is a new JSON reference, which
+ * the call consumes (NULL is fine: {}); it becomes the history row's
+ * detail.
+ */
+
+
+#ifndef MC_DB_H
+#define MC_DB_H
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+
+typedef struct {
+    int64_t    id;
+    int        attempts;          /* the lease token */
+    char       kind[16];          /* deposit, refund, chargeback */
+    char       direction[8];      /* credit, debit */
+    char       reference[32];     /* dep:<id>, the MT5 comment */
+    char       server[64];
+    uint64_t   login;
+    int64_t    amount_minor;      /* > 0; the sign comes from direction */
+    char       currency[16];
+    int        currency_digits;
+    char       client_id[132];
+    int        owner_ok;
+    int64_t    created_at;        /* unix seconds, UTC */
+    int64_t    claimed_at;
+    int64_t    lease_ms_left;     /* when read, by the database's clock */
+} mc_work_item_t;
+
+
+typedef struct mc_db_s  mc_db_t;
+
+
+mc_db_t *mc_db_open(const char *conninfo);
+void mc_db_close(mc_db_t *db);
+
+/* connects if needed; 0 when usable, -1 (logged) when not */
+int mc_db_ready(mc_db_t *db);
+
+PGconn *mc_db_conn(mc_db_t *db);
+
+/* changes whenever a new connection was made (session locks are gone) */
+unsigned long mc_db_generation(mc_db_t *db);
+
+/* 1: claimed into *item; 0: nothing to claim; -1: error */
+int mc_db_claim(mc_db_t *db, const char *worker, int lease,
+    const char *const *servers, int nservers, mc_work_item_t *item);
+
+int mc_db_release(mc_db_t *db, const mc_work_item_t *w, const char *worker,
+    json_t *detail);
+int mc_db_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
+    const char *worker, json_t *detail);
+int mc_db_failed(mc_db_t *db, const mc_work_item_t *w, const char *case_kind,
+    const char *worker, json_t *detail);
+int mc_db_unknown(mc_db_t *db, const mc_work_item_t *w, const char *worker,
+    json_t *detail);
+
+/* the number of expired claims made unknown, or -1 */
+int mc_db_sweep(mc_db_t *db, const char *worker);
+
+/* unknown credits due for a lookup, up to `limit`; *items malloc'ed */
+int mc_db_resolve_claim(mc_db_t *db, const char *const *servers,
+    int nservers, int margin, int lookup, int limit, mc_work_item_t **items,
+    size_t *n);
+
+int mc_db_resolve_found(mc_db_t *db, const mc_work_item_t *w,
+    uint64_t ticket, const char *worker, json_t *detail);
+int mc_db_resolve_absent(mc_db_t *db, const mc_work_item_t *w,
+    const char *worker, json_t *detail);
+int mc_db_resolve_unresolved(mc_db_t *db, const mc_work_item_t *w,
+    const char *case_kind, const char *worker, json_t *detail, int retry);
+
+/*
+ * Takes one of a server's `cap` session slots for as long as this
+ * database connection lives (a session-level advisory lock): the cap on
+ * Web API sessions holds across all worker processes.  Returns the slot
+ * (1..cap), 0 if all are taken, -1 on error.
+ */
+int mc_db_session_slot(mc_db_t *db, const char *server, int cap);
+void mc_db_session_slot_release(mc_db_t *db, const char *server, int slot);
+
+
+#endif /* MC_DB_H */

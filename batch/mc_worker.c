@@ -1,0 +1,657 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * Claim, check, call, record.
+ *
+ * A claimed credit leaves this file in exactly one of these ways:
+ *   released  nothing was sent to MT5 (a check could not be made, the
+ *             server is unreachable, the lease is too short): pending;
+ *   failed    a check or MT5 refused it explicitly: a case for a person;
+ *   done      MT5 returned the deal ticket;
+ *   unknown   the balance call was sent and no trusted answer came back:
+ *             the resolver looks the deal up before anything else happens.
+ * The balance call is sent at most once per claim, and only while the
+ * lease has room for the whole call: a call can never still be running
+ * when the sweeper declares the lease expired.
+ */
+
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mc_log.h"
+#include "mc_money.h"
+#include "mc_worker.h"
+
+
+/* kept free of the lease after the call's own timeout */
+#define MC_WORKER_LEASE_MARGIN_MS  2000
+
+
+static void mc_worker_slots(mc_worker_t *w);
+static int mc_worker_process(mc_worker_t *w, mc_work_item_t *it,
+    int64_t deadline);
+static int mc_worker_checks(mc_worker_t *w, mc_worker_server_t *s,
+    mc_work_item_t *it, int *group_digits);
+static void mc_worker_release(mc_worker_t *w, mc_work_item_t *it,
+    const char *why);
+static void mc_worker_fail(mc_worker_t *w, mc_work_item_t *it,
+    const char *case_kind, json_t *detail);
+static void mc_worker_call(mc_worker_t *w, mc_worker_server_t *s,
+    mc_work_item_t *it, int group_digits);
+static int64_t mc_worker_pow10(int n);
+
+
+int64_t
+mc_worker_now_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+int
+mc_worker_init(mc_worker_t *w, mc_config_t *cfg, volatile int *stop)
+{
+    int  i;
+
+    memset(w, 0, sizeof(*w));
+
+    w->cfg = cfg;
+    w->stop = stop;
+    w->alert.command = cfg->alert_command;
+    w->alert.url = cfg->alert_url;
+    w->alert.worker = cfg->worker_name;
+
+    w->db = mc_db_open(cfg->database);
+    w->wake = mc_wake_new(cfg->redis, cfg->redis_key);
+
+    if (w->db == NULL || w->wake == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < cfg->nservers; i++) {
+        w->servers[i].config = &cfg->servers[i];
+        w->servers[i].session = mc_mt5_session_new(&cfg->servers[i].mt5);
+
+        if (w->servers[i].session == NULL) {
+            return -1;
+        }
+    }
+
+    w->nservers = cfg->nservers;
+
+    return 0;
+}
+
+
+void
+mc_worker_free(mc_worker_t *w)
+{
+    int  i;
+
+    for (i = 0; i < w->nservers; i++) {
+        if (w->servers[i].session != NULL) {
+            mc_mt5_close(w->servers[i].session);
+            mc_mt5_session_free(w->servers[i].session);
+        }
+    }
+
+    mc_wake_free(w->wake);
+    mc_db_close(w->db);
+}
+
+
+/*
+ * Session slots live as advisory locks on our database connection; a new
+ * connection has none, so they are taken again, and a server whose slots
+ * are all held by other workers is not served by this one.
+ */
+
+static void
+mc_worker_slots(mc_worker_t *w)
+{
+    int                  i, slot;
+    mc_worker_server_t  *s;
+
+    if (mc_db_ready(w->db) != 0
+        || mc_db_generation(w->db) == w->db_generation)
+    {
+        return;
+    }
+
+    w->db_generation = mc_db_generation(w->db);
+
+    for (i = 0; i < w->nservers; i++) {
+        s = &w->servers[i];
+        slot = mc_db_session_slot(w->db, s->config->name,
+                                  s->config->sessions);
+
+        if (slot > 0) {
+            mc_log(MC_LOG_INFO, "server %s: session slot %d of %d",
+                   s->config->name, slot, s->config->sessions);
+            s->slot = slot;
+            continue;
+        }
+
+        if (slot == 0) {
+            mc_log(MC_LOG_WARN, "server %s: all %d session slots are held "
+                   "by other workers; not serving it", s->config->name,
+                   s->config->sessions);
+        }
+
+        /* a slot lost with the old connection may now be someone else's */
+        mc_mt5_close(s->session);
+        s->slot = 0;
+    }
+}
+
+
+int
+mc_worker_servers(mc_worker_t *w, const char **names, int max)
+{
+    int      i, n;
+    int64_t  now;
+
+    mc_worker_slots(w);
+
+    now = mc_worker_now_ms();
+    n = 0;
+
+    for (i = 0; i < w->nservers && n < max; i++) {
+        if (w->servers[i].slot > 0 && w->servers[i].rest_until <= now) {
+            names[n++] = w->servers[i].config->name;
+        }
+    }
+
+    return n;
+}
+
+
+mc_worker_server_t *
+mc_worker_server(mc_worker_t *w, const char *name)
+{
+    int  i;
+
+    for (i = 0; i < w->nservers; i++) {
+        if (strcmp(w->servers[i].config->name, name) == 0) {
+            return &w->servers[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+void
+mc_worker_rest(mc_worker_t *w, mc_worker_server_t *s, const char *why)
+{
+    s->rest_until = mc_worker_now_ms() + w->cfg->server_backoff * 1000LL;
+
+    mc_log(MC_LOG_WARN, "server %s: %s; left alone for %ds",
+           s->config->name, why, w->cfg->server_backoff);
+}
+
+
+/* an authenticated session, or -1 (logged; the server rests) */
+
+int
+mc_worker_session(mc_worker_t *w, mc_worker_server_t *s)
+{
+    int          retcode;
+    mc_mt5_rc_e  rc;
+
+    if (!s->config->tls_verify && !s->tls_warned) {
+        mc_log(MC_LOG_WARN, "server %s: TLS verification is OFF "
+               "(tls_verify = off in %s): anyone on the path can "
+               "impersonate MT5", s->config->name, w->cfg->path);
+        s->tls_warned = 1;
+    }
+
+    retcode = 0;
+    rc = mc_mt5_ensure(s->session, &retcode);
+
+    if (rc == MC_MT5_OK) {
+        return 0;
+    }
+
+    if (rc == MC_MT5_REJECTED) {
+        mc_alert(&w->alert, "mt5_auth_rejected", 0,
+                 "server %s refused the manager login (retcode %d): %s",
+                 s->config->name, retcode, mc_mt5_error(s->session));
+    }
+
+    mc_worker_rest(w, s, mc_mt5_error(s->session));
+
+    return -1;
+}
+
+
+int
+mc_worker_drain(mc_worker_t *w)
+{
+    int             rc, n;
+    int64_t         t0;
+    const char     *names[MC_CONFIG_MAX_SERVERS];
+    mc_work_item_t  it;
+
+    while (!*w->stop) {
+        n = mc_worker_servers(w, names, MC_CONFIG_MAX_SERVERS);
+        if (n == 0) {
+            return 0;
+        }
+
+        /*
+         * The lease is measured from before the claim was asked for: the
+         * local deadline then falls before the database's, never after.
+         */
+        t0 = mc_worker_now_ms();
+
+        rc = mc_db_claim(w->db, w->cfg->worker_name, w->cfg->lease, names, n,
+                         &it);
+        if (rc <= 0) {
+            return rc;
+        }
+
+        if (mc_worker_process(w, &it, t0 + it.lease_ms_left) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+mc_worker_process(mc_worker_t *w, mc_work_item_t *it, int64_t deadline)
+{
+    int                  group_digits;
+    mc_worker_server_t  *s;
+
+    mc_log(MC_LOG_INFO, "credit=%" PRId64 " ref=%s server=%s login=%" PRIu64
+           ": claimed, attempt %d, %s %" PRId64 " %s (minor units)",
+           it->id, it->reference, it->server, it->login, it->attempts,
+           it->direction, it->amount_minor, it->currency);
+
+    s = mc_worker_server(w, it->server);
+
+    if (s == NULL) {
+        /* cannot happen: only served servers are claimed */
+        mc_worker_release(w, it, "server not configured");
+        return 0;
+    }
+
+    if (!it->owner_ok) {
+        mc_worker_fail(w, it, "ownership_changed",
+                       json_pack("{s:s, s:s}", "reason", "the deposit's "
+                                 "client no longer owns this login (or the "
+                                 "account is closed or in another currency)",
+                                 "client", it->client_id));
+        return 0;
+    }
+
+    if (mc_worker_session(w, s) != 0) {
+        mc_worker_release(w, it, "no MT5 session");
+        return 0;
+    }
+
+    if (mc_worker_checks(w, s, it, &group_digits) != 0) {
+        return 0;
+    }
+
+    if (mc_worker_now_ms() + w->cfg->call_timeout * 1000LL
+        + MC_WORKER_LEASE_MARGIN_MS > deadline)
+    {
+        mc_worker_release(w, it, "too little lease left for the call");
+        return 0;
+    }
+
+    mc_worker_call(w, s, it, group_digits);
+
+    return 0;
+}
+
+
+/*
+ * The checks before the call, against MT5 itself: the account exists and
+ * is enabled, its group's currency is the credit's, and a debit has the
+ * money.  0: go ahead; -1: the credit was failed or released here.
+ */
+
+static int
+mc_worker_checks(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
+    int *group_digits)
+{
+    int               retcode;
+    int64_t           need, balance, free_margin, credit;
+    mc_mt5_rc_e       rc;
+    mc_mt5_user_t     user;
+    mc_mt5_group_t    group;
+    mc_mt5_account_t  account;
+
+    retcode = 0;
+    rc = mc_mt5_user_get(s->session, it->login, &user, &retcode);
+
+    if (rc == MC_MT5_REJECTED && retcode == 13) {
+        mc_worker_fail(w, it, "mt5_account_missing",
+                       json_pack("{s:i}", "retcode", retcode));
+        return -1;
+    }
+
+    if (rc != MC_MT5_OK) {
+        mc_log(MC_LOG_WARN, "credit=%" PRId64 " ref=%s: user/get %" PRIu64
+               ": %s", it->id, it->reference, it->login,
+               mc_mt5_error(s->session));
+        mc_worker_release(w, it, "cannot read the MT5 account");
+        mc_worker_rest(w, s, "user/get failed");
+        return -1;
+    }
+
+    if (!(user.rights & MC_MT5_USER_ENABLED)) {
+        mc_worker_fail(w, it, "account_disabled",
+                       json_pack("{s:I}", "rights", (json_int_t) user.rights));
+        return -1;
+    }
+
+    rc = mc_mt5_group_get(s->session, user.group, &group, &retcode);
+
+    if (rc != MC_MT5_OK) {
+        mc_log(MC_LOG_WARN, "credit=%" PRId64 " ref=%s: group/get %s: %s",
+               it->id, it->reference, user.group, mc_mt5_error(s->session));
+        mc_worker_release(w, it, "cannot read the account's group");
+        mc_worker_rest(w, s, "group/get failed");
+        return -1;
+    }
+
+    /* the currency is the group's, not the user's or a deal's */
+    if (strcmp(group.currency, it->currency) != 0) {
+        mc_worker_fail(w, it, "currency_mismatch",
+                       json_pack("{s:s, s:s, s:s}", "mt5_group", group.group,
+                                 "mt5_currency", group.currency,
+                                 "credit_currency", it->currency));
+        return -1;
+    }
+
+    if (group.digits < it->currency_digits || group.digits > 8) {
+        mc_worker_fail(w, it, "currency_digits_mismatch",
+                       json_pack("{s:s, s:i, s:i}", "mt5_group", group.group,
+                                 "mt5_digits", group.digits,
+                                 "our_digits", it->currency_digits));
+        return -1;
+    }
+
+    *group_digits = group.digits;
+
+    if (strcmp(it->direction, "debit") != 0) {
+        return 0;
+    }
+
+    /* a debit: the balance and the free margin must both take it */
+    need = it->amount_minor * mc_worker_pow10(group.digits
+                                              - it->currency_digits);
+
+    rc = mc_mt5_account_get(s->session, it->login, &account, &retcode);
+
+    if (rc == MC_MT5_OK) {
+        if (mc_decimal_to_minor(account.balance, group.digits, &balance) != 0
+            || mc_decimal_to_minor(account.margin_free, group.digits,
+                                   &free_margin) != 0)
+        {
+            mc_worker_release(w, it, "unreadable account balance");
+            return -1;
+        }
+
+    } else if (rc == MC_MT5_REJECTED && retcode == 13) {
+        /*
+         * No trade state (an idle account after a server restart): with no
+         * positions there is no margin, so free margin is balance + credit.
+         */
+        if (mc_decimal_to_minor(user.balance, group.digits, &balance) != 0
+            || mc_decimal_to_minor(user.credit, group.digits, &credit) != 0)
+        {
+            mc_worker_release(w, it, "unreadable user balance");
+            return -1;
+        }
+
+        free_margin = balance + credit;
+
+    } else {
+        mc_worker_release(w, it, "cannot read the account's trade state");
+        mc_worker_rest(w, s, "user/account/get failed");
+        return -1;
+    }
+
+    if (need > balance || need > free_margin) {
+        mc_worker_fail(w, it, "insufficient_funds",
+                       json_pack("{s:I, s:I, s:I, s:i}",
+                                 "debit_minor", (json_int_t) need,
+                                 "balance_minor", (json_int_t) balance,
+                                 "free_margin_minor", (json_int_t) free_margin,
+                                 "digits", group.digits));
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static void
+mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
+    int group_digits)
+{
+    int          retcode, moved;
+    char         amount[48];
+    int64_t      signed_minor;
+    uint64_t     ticket;
+    mc_mt5_rc_e  rc;
+
+    signed_minor = it->amount_minor
+                   * mc_worker_pow10(group_digits - it->currency_digits);
+
+    if (strcmp(it->direction, "debit") == 0) {
+        signed_minor = -signed_minor;
+    }
+
+    /* integer minor units become MT5's decimal text here, and only here */
+    if (mc_minor_format(signed_minor, group_digits, amount, sizeof(amount))
+        < 0)
+    {
+        mc_worker_release(w, it, "amount cannot be formatted");
+        return;
+    }
+
+    retcode = 0;
+    ticket = 0;
+
+    mc_log(MC_LOG_INFO, "credit=%" PRId64 " ref=%s login=%" PRIu64
+           ": trade/balance %s", it->id, it->reference, it->login, amount);
+
+    rc = mc_mt5_balance(s->session, it->login, MC_MT5_DEAL_BALANCE, amount,
+                        it->reference, strcmp(it->direction, "debit") == 0,
+                        &ticket, &retcode);
+
+    switch (rc) {
+
+    case MC_MT5_OK:
+        moved = mc_db_succeeded(w->db, it, ticket, w->cfg->worker_name,
+                                json_pack("{s:s, s:I, s:s}", "step", "call",
+                                          "ticket", (json_int_t) ticket,
+                                          "amount", amount));
+        if (moved == 1) {
+            w->done++;
+            mc_log(MC_LOG_INFO, "credit=%" PRId64 " ref=%s: deal %" PRIu64
+                   ", done", it->id, it->reference, ticket);
+
+        } else {
+            /* the deal exists; the resolver finds it by its reference */
+            mc_log(MC_LOG_ERROR, "credit=%" PRId64 " ref=%s: deal %" PRIu64
+                   " made but not recorded (%s); the resolver will find it",
+                   it->id, it->reference, ticket,
+                   moved == 0 ? "the lease was lost" : "database error");
+        }
+        return;
+
+    case MC_MT5_REJECTED:
+        if (mc_mt5_rejection_final(retcode)) {
+            mc_worker_fail(w, it, "mt5_rejected",
+                           json_pack("{s:i, s:s, s:s}", "retcode", retcode,
+                                     "amount", amount,
+                                     "error", mc_mt5_error(s->session)));
+            return;
+        }
+
+        /* a refusal that does not prove nothing happened */
+        /* fall through */
+
+    default: /* MC_MT5_NO_ANSWER */
+        moved = mc_db_unknown(w->db, it, w->cfg->worker_name,
+                              json_pack("{s:s, s:i, s:s, s:s}", "step",
+                                        "call", "retcode", retcode, "amount",
+                                        amount, "error",
+                                        mc_mt5_error(s->session)));
+        w->unknown++;
+        mc_log(MC_LOG_WARN, "credit=%" PRId64 " ref=%s: outcome unknown "
+               "(%s)%s; the resolver will look the deal up", it->id,
+               it->reference, mc_mt5_error(s->session),
+               moved == 1 ? "" : ", and the state could not be recorded");
+        return;
+    }
+}
+
+
+static void
+mc_worker_release(mc_worker_t *w, mc_work_item_t *it, const char *why)
+{
+    int  moved;
+
+    moved = mc_db_release(w->db, it, w->cfg->worker_name,
+                          json_pack("{s:s, s:s}", "step", "release",
+                                    "reason", why));
+    w->released++;
+
+    mc_log(MC_LOG_INFO, "credit=%" PRId64 " ref=%s: released, no call sent "
+           "(%s)%s", it->id, it->reference, why,
+           moved == 1 ? "" : "; the lease was already gone");
+}
+
+
+/* detail: a new reference, consumed here */
+
+static void
+mc_worker_fail(mc_worker_t *w, mc_work_item_t *it, const char *case_kind,
+    json_t *detail)
+{
+    int    moved;
+    char  *text;
+
+    if (detail == NULL) {
+        detail = json_object();
+    }
+
+    json_object_set_new(detail, "step", json_string("check"));
+    json_object_set_new(detail, "reference", json_string(it->reference));
+    json_object_set_new(detail, "login", json_integer((json_int_t) it->login));
+
+    text = json_dumps(detail, JSON_COMPACT | JSON_SORT_KEYS);
+    moved = mc_db_failed(w->db, it, case_kind, w->cfg->worker_name, detail);
+
+    if (moved == 1) {
+        w->failed++;
+        mc_alert(&w->alert, case_kind, it->id, "credit %s failed: %s",
+                 it->reference, text ? text : "");
+    } else {
+        mc_log(MC_LOG_ERROR, "credit=%" PRId64 " ref=%s: could not record "
+               "failure %s (%s)", it->id, it->reference, case_kind,
+               moved == 0 ? "the lease was lost" : "database error");
+    }
+
+    free(text);
+}
+
+
+static int64_t
+mc_worker_pow10(int n)
+{
+    int64_t  p;
+
+    for (p = 1; n > 0; n--) {
+        p *= 10;
+    }
+
+    return p;
+}
+
+
+int
+mc_worker_run(mc_worker_t *w, int once)
+{
+    int      n, wait_ms;
+    int64_t  now, next_sweep, next_resolve;
+
+    next_sweep = 0;
+    next_resolve = 0;
+
+    mc_log(MC_LOG_INFO, "worker %s started (%d MT5 servers, %s)",
+           w->cfg->worker_name, w->nservers,
+           w->cfg->redis[0] ? "woken by Redis" : "polling only");
+
+    while (!*w->stop) {
+        now = mc_worker_now_ms();
+
+        if (now >= next_sweep) {
+            n = mc_db_sweep(w->db, w->cfg->worker_name);
+
+            if (n > 0) {
+                mc_log(MC_LOG_WARN, "%d expired claims are now unknown", n);
+            }
+
+            next_sweep = now + w->cfg->sweep_interval * 1000LL;
+        }
+
+        if (now >= next_resolve) {
+            (void) mc_resolver_round(w);
+            next_resolve = now + w->cfg->resolve_interval * 1000LL;
+        }
+
+        (void) mc_worker_drain(w);
+
+        if (once) {
+            break;
+        }
+
+        for (n = 0; n < w->nservers; n++) {
+            if (w->servers[n].slot > 0) {
+                (void) mc_mt5_keepalive(w->servers[n].session);
+            }
+        }
+
+        now = mc_worker_now_ms();
+        wait_ms = w->cfg->poll_interval * 1000;
+
+        if (next_sweep - now < wait_ms) {
+            wait_ms = (int) (next_sweep - now);
+        }
+
+        if (next_resolve - now < wait_ms) {
+            wait_ms = (int) (next_resolve - now);
+        }
+
+        if (wait_ms > 0) {
+            (void) mc_wake_wait(w->wake, wait_ms, w->stop);
+        }
+    }
+
+    mc_log(MC_LOG_INFO, "worker %s stopping: %" PRIu64 " done, %" PRIu64
+           " failed, %" PRIu64 " unknown, %" PRIu64 " released; resolver: %"
+           PRIu64 " found, %" PRIu64 " absent, %" PRIu64 " unresolved",
+           w->cfg->worker_name, w->done, w->failed, w->unknown, w->released,
+           w->resolved_found, w->resolved_absent, w->unresolved);
+
+    return 0;
+}

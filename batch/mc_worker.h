@@ -1,0 +1,70 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The credit worker: claims pending credits, checks them again against
+ * our records and MT5, makes the one balance call, records its outcome;
+ * sweeps expired leases; resolves unknown outcomes by looking the deal up
+ * (mc_resolver.c).  One process, one database connection, one Web API
+ * session per MT5 server it serves.
+ */
+
+
+#ifndef MC_WORKER_H
+#define MC_WORKER_H
+
+
+#include <stdint.h>
+
+#include "mc_alert.h"
+#include "mc_config.h"
+#include "mc_db.h"
+#include "mc_mt5.h"
+#include "mc_wake.h"
+
+
+typedef struct {
+    mc_server_config_t  *config;
+    mc_mt5_session_t    *session;
+    int                  slot;          /* session slot held, 0: none */
+    int64_t              rest_until;    /* monotonic ms: left alone */
+    int                  tls_warned;
+} mc_worker_server_t;
+
+
+typedef struct {
+    mc_config_t         *cfg;
+    mc_db_t             *db;
+    mc_wake_t           *wake;
+    mc_alert_config_t    alert;
+    mc_worker_server_t   servers[MC_CONFIG_MAX_SERVERS];
+    int                  nservers;
+    unsigned long        db_generation;  /* slots were taken on this one */
+    volatile int        *stop;
+
+    /* what this process did, for its exit line */
+    uint64_t             done, failed, unknown, released;
+    uint64_t             resolved_found, resolved_absent, unresolved;
+} mc_worker_t;
+
+
+int mc_worker_init(mc_worker_t *w, mc_config_t *cfg, volatile int *stop);
+void mc_worker_free(mc_worker_t *w);
+
+/* the loop of `mt5credit work`; returns when *stop is set (0) or -1 */
+int mc_worker_run(mc_worker_t *w, int once);
+
+/* claims and processes credits until none is pending; -1 on db error */
+int mc_worker_drain(mc_worker_t *w);
+
+/* one resolver round over every served server (mc_resolver.c) */
+int mc_resolver_round(mc_worker_t *w);
+
+/* internal to the worker and the resolver */
+int64_t mc_worker_now_ms(void);
+int mc_worker_servers(mc_worker_t *w, const char **names, int max);
+mc_worker_server_t *mc_worker_server(mc_worker_t *w, const char *name);
+int mc_worker_session(mc_worker_t *w, mc_worker_server_t *s);
+void mc_worker_rest(mc_worker_t *w, mc_worker_server_t *s, const char *why);
+
+
+#endif /* MC_WORKER_H */
