@@ -112,14 +112,14 @@ $(MT5CREDIT): $(BATCH_OBJS)
 
 # The MT5 Web API simulator, a test double (t/mt5sim/).
 SIM_SRCS     := $(wildcard t/mt5sim/*.c)
-SIM_OBJS     := $(patsubst t/mt5sim/%.c,$(BUILD)/t/mt5sim/%.o,$(SIM_SRCS))
+SIM_OBJS     := $(patsubst t/mt5sim/%.c,$(BUILD)/t/mt5sim-obj/%.o,$(SIM_SRCS))
 MT5SIM       := $(BUILD)/t/mt5sim
 
 sim: $(MT5SIM)
 
-$(BUILD)/t/mt5sim/%.o: t/mt5sim/%.c $(wildcard t/mt5sim/*.h)
+$(BUILD)/t/mt5sim-obj/%.o: t/mt5sim/%.c $(wildcard t/mt5sim/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu99 $(CFLAGS) -Wall -Wextra -Werror \
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) \
 	    $$(pkg-config --cflags libmicrohttpd) -c -o $@ $<
 
 $(MT5SIM): $(SIM_OBJS)
@@ -128,7 +128,8 @@ $(MT5SIM): $(SIM_OBJS)
 
 
 # C unit tests: no servers, pure functions, vectors with their own clock.
-UNIT_TESTS := $(BUILD)/t/signature_vectors_test
+UNIT_TESTS := $(BUILD)/t/signature_vectors_test $(BUILD)/t/mt5sim_auth_test \
+              $(BUILD)/t/mc_money_test $(BUILD)/t/mc_mt5_auth_test
 
 unit: $(UNIT_TESTS)
 
@@ -138,6 +139,24 @@ $(BUILD)/t/signature_vectors_test: t/unit/signature_vectors_test.c \
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 $(CFLAGS) -Wall -Wextra -Werror \
 	    -Ingx_mt5_credit_module -o $@ $(filter %.c,$^) -ljansson -lcrypto
+
+
+$(BUILD)/t/mt5sim_auth_test: t/unit/mt5sim_auth_test.c t/mt5sim/mt5sim_auth.c \
+        t/mt5sim/mt5sim_text.c t/mt5sim/mt5sim_money.c t/mt5sim/mt5sim.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -It/mt5sim -o $@ \
+	    $(filter %.c,$^) -ljansson -lcrypto
+
+$(BUILD)/t/mc_money_test: t/unit/mc_money_test.c batch/mc_money.c \
+        batch/mc_money.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^)
+
+$(BUILD)/t/mc_mt5_auth_test: t/unit/mc_mt5_auth_test.c batch/mc_mt5_auth.c \
+        batch/mc_mt5_auth.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^) \
+	    -lcrypto
 
 
 deps:
@@ -164,6 +183,9 @@ test: deps all
 
 test-unit: unit
 	$(BUILD)/t/signature_vectors_test $(SHARED)/vectors
+	$(BUILD)/t/mt5sim_auth_test
+	$(BUILD)/t/mc_money_test
+	$(BUILD)/t/mc_mt5_auth_test
 
 check-upstream: deps
 	t/check-upstream-build

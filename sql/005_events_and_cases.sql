@@ -67,7 +67,8 @@ CREATE TABLE mt5credit.webhook_event_conflict (
 
 CREATE TABLE mt5credit.case (
     id                bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    kind              text        NOT NULL CHECK (kind ~ '^[a-z][a-z_]{2,63}$'),
+    kind              text        NOT NULL
+                      CHECK (kind ~ '^[a-z][a-z0-9_]{2,63}$'),
     severity          text        NOT NULL
                       CHECK (severity IN ('low', 'medium', 'high',
                                           'critical')),

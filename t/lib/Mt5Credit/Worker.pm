@@ -45,10 +45,13 @@ sub config {
     my $text = join '', map { "$_ = $main{$_}\n" } sort keys %main;
     for my $s (@$servers) {
         my ($sname, $sim, %extra) = @$s;
+        my $pwfile = $sb->write_file("mt5-$sname.password",
+                                     $sim->password . "\n");
+        chmod 0600, $pwfile;
         my %srv = (
             url           => $sim->url,
             manager       => $sim->manager,
-            password_file => $sim->password_file,
+            password_file => $pwfile,
             ca_file       => $sim->ca_file,
             sessions      => 4,
             %extra,

@@ -1,0 +1,170 @@
+package Mt5Credit::Stack;
+
+# The whole system in one sandbox, for end-to-end tests, the demo and the
+# benchmark: PostgreSQL, Redis, nginx with the module, the MT5 Web API
+# simulator, and worker processes.  A client "alice" owns MT5 logins on
+# server "live1"; deposits are made the way the portal makes them and
+# paid with signed Stripe webhooks through nginx.
+
+use strict;
+use warnings;
+
+use Carp qw(croak);
+use Time::HiRes qw(sleep time);
+
+use Mt5Credit::Sandbox;
+use Mt5Credit::Mt5Sim;
+use Mt5Credit::Provider qw(stripe_event stripe_headers);
+use Mt5Credit::Worker;
+
+our $SECRET = 'whsec_stack_secret';
+
+#   sim => { http => 1, config => {...}, fsync => 0 }  simulator options
+#   redis => 0                                         no Redis at all
+#   nginx_http => '...'                                extra http{} lines
+sub new {
+    my ($class, %opt) = @_;
+    my $sb = Mt5Credit::Sandbox->new;
+    $sb->start_postgres;
+    $sb->start_redis unless defined $opt{redis} && !$opt{redis};
+
+    my $sim = Mt5Credit::Mt5Sim->new($sb, %{ $opt{sim} || {} });
+    my $secrets = $sb->write_file('stripe.secret', "$SECRET\n");
+    my $extra = $opt{nginx_http} || '';
+    my $redis = $sb->redis_port ? 'mt5_credit_redis %%REDIS%%;' : '';
+
+    $sb->start_nginx(<<"HTTP", workers => $opt{nginx_workers} || 1);
+    mt5_credit_postgres "%%PG%%";
+    $redis
+    $extra
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location = /webhooks/stripe {
+            mt5_credit_webhook stripe;
+            mt5_credit_signature stripe;
+            mt5_credit_secret_file $secrets;
+        }
+        location = /status { mt5_credit_status; }
+    }
+HTTP
+
+    my $self = bless { sb => $sb, sim => $sim, seq => 0, workers => {} },
+                     $class;
+    return $self;
+}
+
+sub sb  { $_[0]{sb} }
+sub sim { $_[0]{sim} }
+
+# An MT5 account in the simulator and its owner in our records.
+sub account {
+    my ($self, %a) = @_;
+    my $login = $a{login} or croak 'login';
+    my $group = $a{group} || 'real\\usd';
+    my $ours = $a{our_currency} || ($group =~ /jpy/ ? 'JPY' : 'USD');
+    $self->{sim}->add_account(login => $login, group => $group,
+                              balance => $a{balance} // '0.00',
+                              credit => '0.00', rights => $a{rights} // 1,
+                              ($a{no_trade_state}
+                               ? (no_trade_state => JSON::PP::true) : ()));
+    $self->{sb}->register_account($a{client} || 'alice', $login, $ours);
+    return $login;
+}
+
+# A deposit paid through nginx; returns the credit id (undef if none).
+sub pay {
+    my ($self, %p) = @_;
+    my $amount = $p{amount} // 50000;
+    my $dep = $self->{sb}->create_deposit(client => $p{client} || 'alice',
+                                          login => $p{login},
+                                          amount => $amount,
+                                          currency => $p{currency} || 'USD');
+    my $pi = $p{pi} || 'pi_stack_' . $$ . '_' . ++$self->{seq};
+    my $res = $self->webhook(stripe_event(deposit => $dep, amount => $amount,
+                                          currency => $p{currency} || 'USD',
+                                          pi => $pi));
+    croak "webhook: $res->{status} $res->{body}" unless $res->{status} == 200;
+    return $res->{body} =~ /"credit":(\d+)/ ? $1 : undef;
+}
+
+sub webhook {
+    my ($self, $body) = @_;
+    return $self->{sb}->http('POST', '/webhooks/stripe', body => $body,
+                             headers => stripe_headers($SECRET, $body));
+}
+
+# The payment key of a credit (to refund it).
+sub payment_of {
+    my ($self, $credit) = @_;
+    return $self->{sb}->sql1("SELECT provider_payment_id FROM "
+                             . "mt5credit.mt5_credit WHERE id = $credit");
+}
+
+sub refund {
+    my ($self, %r) = @_;
+    my $res = $self->webhook(stripe_event(type => 'charge.refunded',
+                                          pi => $self->payment_of($r{of}),
+                                          amount => $r{amount},
+                                          charge => $r{charge}));
+    croak "webhook: $res->{status} $res->{body}" unless $res->{status} == 200;
+    return $res->{body} =~ /"credit":(\d+)/ ? $1 : undef;
+}
+
+sub credit {
+    my ($self, $id) = @_;
+    my $r = $self->{sb}->psql("SELECT status, attempts, "
+                              . "coalesce(mt5_deal_ticket::text, ''), reference "
+                              . "FROM mt5credit.mt5_credit WHERE id = $id");
+    return { status => $r->[0][0], attempts => $r->[0][1],
+             ticket => $r->[0][2], reference => $r->[0][3] };
+}
+
+sub status_of { $_[0]->credit($_[1])->{status} }
+
+sub wait_status {
+    my ($self, $id, $want, $timeout) = @_;
+    return Mt5Credit::Worker::wait_for(
+        sub { $self->status_of($id) eq $want }, $timeout || 30);
+}
+
+# Deals in the simulator carrying a comment.
+sub deals_with {
+    my ($self, $comment) = @_;
+    return [ grep { ($_->{Comment} // '') eq $comment }
+             @{ $self->{sim}->ledger->{deals} } ];
+}
+
+sub cases_of {
+    my ($self, $credit) = @_;
+    return [ map { $_->[0] } @{ $self->{sb}->psql(
+        "SELECT kind FROM mt5credit.case WHERE credit_id = $credit "
+        . "ORDER BY id") } ];
+}
+
+sub history_of {
+    my ($self, $credit) = @_;
+    return [ map { "$_->[0]>$_->[1]" } @{ $self->{sb}->psql(
+        "SELECT coalesce(from_status, '-'), to_status FROM "
+        . "mt5credit.credit_history WHERE credit_id = $credit ORDER BY id") } ];
+}
+
+sub worker_config {
+    my ($self, $name, %opt) = @_;
+    return Mt5Credit::Worker::config($self->{sb}, $name,
+                                     servers => [ [ 'live1', $self->{sim} ] ],
+                                     %opt);
+}
+
+sub start_worker {
+    my ($self, $name, %opt) = @_;
+    my $conf = $self->worker_config($name, %opt);
+    Mt5Credit::Worker::start($self->{sb}, $name, $conf);
+    $self->{workers}{$name} = 1;
+    return $conf;
+}
+
+sub stop_worker { Mt5Credit::Worker::stop($_[0]{sb}, $_[1]) }
+sub kill_worker { Mt5Credit::Worker::kill9($_[0]{sb}, $_[1]) }
+sub worker_log  { Mt5Credit::Worker::log_of($_[0]{sb}, $_[1]) }
+
+1;
