@@ -129,7 +129,8 @@ $(MT5SIM): $(SIM_OBJS)
 
 # C unit tests: no servers, pure functions, vectors with their own clock.
 UNIT_TESTS := $(BUILD)/t/signature_vectors_test $(BUILD)/t/mt5sim_auth_test \
-              $(BUILD)/t/mc_money_test $(BUILD)/t/mc_mt5_auth_test
+              $(BUILD)/t/mc_money_test $(BUILD)/t/mc_mt5_auth_test \
+              $(BUILD)/t/mc_mt5_client_test
 
 unit: $(UNIT_TESTS)
 
@@ -157,6 +158,15 @@ $(BUILD)/t/mc_mt5_auth_test: t/unit/mc_mt5_auth_test.c batch/mc_mt5_auth.c \
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^) \
 	    -lcrypto
+
+
+# driven by t/41_mt5_client.t against the simulator, step by step
+$(BUILD)/t/mc_mt5_client_test: t/unit/mc_mt5_client_test.c batch/mc_mt5.c \
+        batch/mc_mt5_auth.c batch/mc_money.c batch/mc_mt5.h \
+        batch/mc_mt5_auth.h batch/mc_money.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^) \
+	    -lcurl -ljansson -lcrypto
 
 
 deps:

@@ -70,6 +70,9 @@ static const mc_key_t  mc_main_keys[] = {
       "seconds between sweeps of expired leases (5)" },
     { "server_backoff", MC_KEY_SECONDS, MC_MAIN(server_backoff), 0, 3600,
       "seconds an unreachable MT5 server is left alone (5)" },
+    { "group_cache", MC_KEY_SECONDS, MC_MAIN(group_cache), 0, 3600,
+      "seconds a group's currency and digits are reused (60; 0: ask "
+      "group/get for every credit)" },
     { "alert_command", MC_KEY_STR, MC_MAIN(alert_command), 0, 0,
       "run on every alert, with MT5CREDIT_ALERT_* in its environment" },
     { "alert_url", MC_KEY_STR, MC_MAIN(alert_url), 0, 0,
@@ -134,6 +137,7 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->resolve_retry = 60;
     cfg->sweep_interval = 5;
     cfg->server_backoff = 5;
+    cfg->group_cache = 60;
 }
 
 

@@ -51,6 +51,7 @@ typedef struct {
     int                  resolve_retry;    /* s before an unresolved retry */
     int                  sweep_interval;   /* s between lease sweeps */
     int                  server_backoff;   /* s a failing server rests */
+    int                  group_cache;      /* s a group's currency is kept */
     char                 alert_command[512];
     char                 alert_url[512];
     char                 log_level[16];

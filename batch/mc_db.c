@@ -33,6 +33,7 @@ static int mc_db_bool(mc_db_t *db, const char *sql, int n,
 static void mc_db_item(PGresult *res, int row, mc_work_item_t *w);
 static char *mc_db_array(const char *const *items, int n);
 static char *mc_db_json(json_t *detail);
+static int mc_db_pipeline_sync(PGconn *conn);
 
 
 mc_db_t *
@@ -334,6 +335,149 @@ mc_db_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
 
     return mc_db_move(db, "SELECT mt5credit.credit_succeeded($1, $2, $3, $4,"
                       " $5)", w, t, NULL, worker, detail);
+}
+
+
+int
+mc_db_succeeded_claim(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
+    const char *worker, json_t *detail, int lease, const char *const *servers,
+    int nservers, mc_work_item_t *next, int *claimed)
+{
+    int          moved, ok;
+    char         id[24], attempt[16], t[24], lease_s[16], *json, *array;
+    PGconn      *conn;
+    PGresult    *res;
+    const char  *done[5], *claim[3];
+
+    *claimed = 0;
+
+    json = mc_db_json(detail);
+    json_decref(detail);
+    array = mc_db_array(servers, nservers);
+
+    if (json == NULL || array == NULL || mc_db_ready(db) != 0) {
+        free(json);
+        free(array);
+        return -1;
+    }
+
+    snprintf(id, sizeof(id), "%" PRId64, w->id);
+    snprintf(attempt, sizeof(attempt), "%d", w->attempts);
+    snprintf(t, sizeof(t), "%" PRIu64, ticket);
+    snprintf(lease_s, sizeof(lease_s), "%d", lease);
+
+    done[0] = id;
+    done[1] = attempt;
+    done[2] = t;
+    done[3] = worker;
+    done[4] = json;
+    claim[0] = worker;
+    claim[1] = lease_s;
+    claim[2] = array;
+
+    conn = db->conn;
+    moved = -1;
+
+    /* two statements, two syncs: two transactions, one round trip */
+    ok = PQenterPipelineMode(conn)
+         && PQsendQueryParams(conn, "SELECT mt5credit.credit_succeeded("
+                              "$1, $2, $3, $4, $5)", 5, NULL, done, NULL,
+                              NULL, 0)
+         && PQpipelineSync(conn)
+         && PQsendQueryParams(conn, "SELECT " MC_DB_ITEM_COLUMNS " FROM "
+                              "mt5credit.claim_credit($1, $2, $3)", 3, NULL,
+                              claim, NULL, NULL, 0)
+         && PQpipelineSync(conn);
+
+    free(json);
+    free(array);
+
+    if (!ok) {
+        mc_log(MC_LOG_ERROR, "database: %s", PQerrorMessage(conn));
+        goto broken;
+    }
+
+    /* the recorded deal: its result, the end of its results, its sync */
+    res = PQgetResult(conn);
+
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        moved = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    } else {
+        mc_log(MC_LOG_ERROR, "database: %s", PQresultErrorMessage(res));
+    }
+
+    PQclear(res);
+
+    if (mc_db_pipeline_sync(conn) != 0) {
+        goto broken;
+    }
+
+    /* the next claim, likewise */
+    res = PQgetResult(conn);
+
+    if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+        if (PQntuples(res) == 1) {
+            mc_db_item(res, 0, next);
+            *claimed = 1;
+        }
+
+    } else {
+        mc_log(MC_LOG_ERROR, "database: %s", PQresultErrorMessage(res));
+    }
+
+    PQclear(res);
+
+    if (mc_db_pipeline_sync(conn) != 0) {
+        goto broken;
+    }
+
+    if (PQexitPipelineMode(conn)) {
+        return moved;
+    }
+
+    mc_log(MC_LOG_ERROR, "database: %s", PQerrorMessage(conn));
+
+broken:
+
+    /* a connection left in pipeline mode is not reused */
+    PQfinish(db->conn);
+    db->conn = NULL;
+
+    return moved;
+}
+
+
+/*
+ * Reads past the end of one statement's results to its pipeline sync:
+ * the results' terminating NULL, then the sync.  Bounded, so a broken
+ * connection cannot loop here.
+ */
+
+static int
+mc_db_pipeline_sync(PGconn *conn)
+{
+    int             i;
+    PGresult       *res;
+    ExecStatusType  st;
+
+    for (i = 0; i < 8; i++) {
+        res = PQgetResult(conn);
+
+        if (res == NULL) {
+            continue;
+        }
+
+        st = PQresultStatus(res);
+        PQclear(res);
+
+        if (st == PGRES_PIPELINE_SYNC) {
+            return 0;
+        }
+    }
+
+    mc_log(MC_LOG_ERROR, "database: pipeline out of step");
+
+    return -1;
 }
 
 

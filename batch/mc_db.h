@@ -64,6 +64,17 @@ int mc_db_release(mc_db_t *db, const mc_work_item_t *w, const char *worker,
     json_t *detail);
 int mc_db_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
     const char *worker, json_t *detail);
+/*
+ * credit_succeeded() and then claim_credit() in one round trip (libpq's
+ * pipeline mode), each its own transaction: a failed claim never undoes
+ * the recorded deal.  Returns what mc_db_succeeded() returns; *claimed is
+ * 1 when *next holds a new claim.
+ */
+int mc_db_succeeded_claim(mc_db_t *db, const mc_work_item_t *w,
+    uint64_t ticket, const char *worker, json_t *detail, int lease,
+    const char *const *servers, int nservers, mc_work_item_t *next,
+    int *claimed);
+
 int mc_db_failed(mc_db_t *db, const mc_work_item_t *w, const char *case_kind,
     const char *worker, json_t *detail);
 int mc_db_unknown(mc_db_t *db, const mc_work_item_t *w, const char *worker,

@@ -432,11 +432,14 @@ mc_mt5_close_socket(void *data, curl_socket_t fd)
 }
 
 
+/* one option of mc_mt5_open(); a failure names the option */
 #define mc_mt5_setopt(c, opt, val)                                          \
-    if ((rc = curl_easy_setopt(c, opt, val)) != CURLE_OK) {                 \
-        name = #opt;                                                        \
-        goto failed;                                                        \
-    }
+    do {                                                                    \
+        if ((rc = curl_easy_setopt(c, opt, val)) != CURLE_OK) {             \
+            name = #opt;                                                    \
+            goto failed;                                                    \
+        }                                                                   \
+    } while (0)
 
 
 /* a new easy handle: its first transfer makes a new connection */
@@ -493,6 +496,9 @@ failed:
     curl_easy_cleanup(c);
     return -1;
 }
+
+
+#undef mc_mt5_setopt
 
 
 /* url + path + "?k=v&..." with every value percent-encoded */

@@ -22,12 +22,24 @@
 #include "mc_wake.h"
 
 
+#define MC_WORKER_GROUP_CACHE  32
+
+
+typedef struct {
+    char                 name[128];     /* as user/get named it */
+    mc_mt5_group_t       group;
+    int64_t              expires;       /* monotonic ms */
+} mc_worker_group_t;
+
+
 typedef struct {
     mc_server_config_t  *config;
     mc_mt5_session_t    *session;
     int                  slot;          /* session slot held, 0: none */
     int64_t              rest_until;    /* monotonic ms: left alone */
     int                  tls_warned;
+    mc_worker_group_t    groups[MC_WORKER_GROUP_CACHE];
+    int                  ngroups;
 } mc_worker_server_t;
 
 

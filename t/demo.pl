@@ -1,11 +1,13 @@
 #!/usr/bin/perl
 #
 # The main job, end to end on embedded defaults: a local PostgreSQL, Redis
-# and nginx with ngx_mt5_credit_module on loopback ports in a temp dir;
-# a client's deposit created the way the portal does; signed provider
-# webhooks (genuine, duplicated, a second event type for the same payment,
-# forged, stale, and one whose amount disagrees) sent to the edge; then
-# what was stored, what was refused, and why.
+# and nginx with ngx_mt5_credit_module on loopback ports in a temp dir, the
+# MT5 Web API simulator over HTTPS, and the credit worker; a client's
+# deposits created the way the portal does; signed provider webhooks
+# (genuine, duplicated, a second event type for the same payment, forged,
+# stale, one whose amount disagrees) sent to the edge; what was stored and
+# refused, and why; then the worker turning each credit into exactly one
+# MT5 balance deal, and a refund into one debit.
 #
 #   make demo                 (installs packages, builds, runs this)
 #   MT5CREDIT_KEEP=1 make demo   keeps the temp dir to look around
@@ -15,6 +17,8 @@ use warnings;
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
+use Mt5Credit::Mt5Sim;
+use Mt5Credit::Worker;
 use Mt5Credit::Provider qw(stripe_event stripe_headers standard_event
                            standard_headers);
 
@@ -165,6 +169,53 @@ for my $line (split /\n/, $sb->http('GET', '/status')->{body}) {
     print "  $line\n";
 }
 
+say_step('the MT5 side: the Web API simulator over HTTPS, and the worker');
+my $sim = Mt5Credit::Mt5Sim->new($sb);
+$sim->add_group(group => 'real\\eur', currency => 'EUR', currency_digits => 2);
+$sim->add_account(login => 50001, group => 'real\\usd', balance => '0.00',
+                  credit => '0.00', rights => 1);
+$sim->add_account(login => 50002, group => 'real\\eur', balance => '0.00',
+                  credit => '0.00', rights => 1);
+print "  simulator ", $sim->url, " (CA ", $sim->ca_file, ")\n";
+my $conf = Mt5Credit::Worker::config($sb, 'demo-worker',
+                                     servers => [ [ 'demo-live', $sim ] ]);
+Mt5Credit::Worker::start($sb, 'demo-worker', $conf);
+Mt5Credit::Worker::wait_for(sub {
+    $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
+              . "WHERE status IN ('pending', 'claimed')") == 0 }, 30);
+
+print "  credits now:\n";
+printf "    %-8s %-9s %-6s %-10s %-8s %s\n", @$_ for
+    [ 'ref', 'login', 'cur', 'amount', 'status', 'MT5 deal' ],
+    @{ $sb->psql("SELECT reference, mt5_login, currency, "
+                 . "to_char(amount_minor / 100.0, 'FM999990.00'), status, "
+                 . "coalesce(mt5_deal_ticket::text, '-') "
+                 . "FROM mt5credit.mt5_credit ORDER BY id") };
+
+say_step('a full refund of the Stripe payment: a new record, one debit');
+my $refund = stripe_event(type => 'charge.refunded', pi => 'pi_demo_1',
+                          amount => 50000);
+show('Stripe charge.refunded', $sb->http('POST', '/webhooks/stripe',
+     body => $refund, headers => stripe_headers($stripe_secret, $refund)));
+Mt5Credit::Worker::wait_for(sub {
+    $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
+              . "WHERE status IN ('pending', 'claimed')") == 0 }, 30);
+
+print "  MT5's ledger (balance deals):\n";
+printf "    %-8s %-7s %-10s %s\n", 'deal', 'login', 'profit', 'comment';
+printf "    %-8s %-7s %-10s %s\n", @$_{qw(Deal Login Profit Comment)}
+    for @{ $sim->ledger->{deals} };
+print "  MT5 balances: ", join(', ', map { "$_->{login} $_->{balance}" }
+                               @{ $sim->ledger->{accounts} }), "\n";
+print "  history of dep:1: ", join(' ', map { "$_->[0]>$_->[1]" } @{ $sb->psql(
+    "SELECT coalesce(from_status, '-'), to_status FROM "
+    . "mt5credit.credit_history WHERE credit_id = 1 ORDER BY id") }), "\n";
+
+say_step('mt5credit status');
+my ($rc, $status) = Mt5Credit::Worker::run($sb, 'status', '-c', $conf);
+print map { "  $_\n" } split /\n/, $status;
+
+Mt5Credit::Worker::stop($sb, 'demo-worker');
 $sb->stop_nginx;
 my @problems = $sb->log_problems;
 say_step(@problems ? "PROBLEMS:\n" . join("\n", @problems)
