@@ -64,7 +64,7 @@ CREATE TABLE mt5credit.mt5_credit (
     status               text        NOT NULL DEFAULT 'pending'
                          CHECK (status IN ('pending', 'claimed', 'unknown',
                                            'done', 'failed')),
-    mt5_deal_ticket      bigint      UNIQUE CHECK (mt5_deal_ticket > 0),
+    mt5_deal_ticket      bigint      CHECK (mt5_deal_ticket > 0),
     attempts             integer     NOT NULL DEFAULT 0
                          CHECK (attempts >= 0),
     claimed_at           timestamptz,
@@ -74,6 +74,8 @@ CREATE TABLE mt5credit.mt5_credit (
     updated_at           timestamptz NOT NULL DEFAULT now(),
 
     UNIQUE (provider, provider_payment_id),
+    -- one deal is one credit; each MT5 server numbers its own deals
+    UNIQUE (mt5_server, mt5_deal_ticket),
     -- target for refunds' link: an original of the same deposit
     UNIQUE (id, deposit_id),
 
