@@ -16,6 +16,7 @@ struct mc_db_s {
     char          *conninfo;
     PGconn        *conn;
     unsigned long  generation;    /* connections made so far */
+    unsigned       in_flight:1;   /* a statement sent, not yet read */
 };
 
 
@@ -33,7 +34,9 @@ static int mc_db_bool(mc_db_t *db, const char *sql, int n,
 static void mc_db_item(PGresult *res, int row, mc_work_item_t *w);
 static char *mc_db_array(const char *const *items, int n);
 static char *mc_db_json(json_t *detail);
-static int mc_db_pipeline_sync(PGconn *conn);
+static int mc_db_send(mc_db_t *db, const char *sql, int n,
+    const char *const *params);
+static PGresult *mc_db_recv(mc_db_t *db);
 
 
 mc_db_t *
@@ -118,6 +121,12 @@ static PGresult *
 mc_db_exec(mc_db_t *db, const char *sql, int n, const char *const *params)
 {
     PGresult  *res;
+
+    if (db->in_flight) {
+        /* the caller forgot one: its result is read and dropped */
+        mc_log(MC_LOG_ERROR, "database: a statement was still in flight");
+        PQclear(mc_db_recv(db));
+    }
 
     if (mc_db_ready(db) != 0) {
         return NULL;
@@ -338,146 +347,173 @@ mc_db_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
 }
 
 
-int
-mc_db_succeeded_claim(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
-    const char *worker, json_t *detail, int lease, const char *const *servers,
-    int nservers, mc_work_item_t *next, int *claimed)
+static int
+mc_db_send(mc_db_t *db, const char *sql, int n, const char *const *params)
 {
-    int          moved, ok;
-    char         id[24], attempt[16], t[24], lease_s[16], *json, *array;
-    PGconn      *conn;
-    PGresult    *res;
-    const char  *done[5], *claim[3];
+    if (db->in_flight) {
+        PQclear(mc_db_recv(db));
+    }
 
-    *claimed = 0;
+    if (mc_db_ready(db) != 0) {
+        return -1;
+    }
+
+    if (PQsendQueryParams(db->conn, sql, n, NULL, params, NULL, NULL, 0)
+        == 0)
+    {
+        mc_log(MC_LOG_ERROR, "database: %s", PQerrorMessage(db->conn));
+        PQfinish(db->conn);
+        db->conn = NULL;
+        return -1;
+    }
+
+    db->in_flight = 1;
+
+    return 0;
+}
+
+
+/* the statement's result (NULL on any error, logged), read to its end */
+
+static PGresult *
+mc_db_recv(mc_db_t *db)
+{
+    PGresult  *res, *first;
+
+    first = NULL;
+
+    while ((res = PQgetResult(db->conn)) != NULL) {
+        if (first == NULL) {
+            first = res;
+        } else {
+            PQclear(res);
+        }
+    }
+
+    db->in_flight = 0;
+
+    if (first != NULL && (PQresultStatus(first) == PGRES_TUPLES_OK
+                          || PQresultStatus(first) == PGRES_COMMAND_OK))
+    {
+        return first;
+    }
+
+    mc_log(MC_LOG_ERROR, "database: %s",
+           first ? PQresultErrorMessage(first) : PQerrorMessage(db->conn));
+    PQclear(first);
+
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        PQfinish(db->conn);
+        db->conn = NULL;
+    }
+
+    return NULL;
+}
+
+
+int
+mc_db_in_flight(mc_db_t *db)
+{
+    return db->in_flight;
+}
+
+
+int
+mc_db_send_claim(mc_db_t *db, const char *worker, int lease,
+    const char *const *servers, int nservers)
+{
+    int          rc;
+    char         lease_s[16], *array;
+    const char  *params[3];
+
+    array = mc_db_array(servers, nservers);
+    if (array == NULL) {
+        return -1;
+    }
+
+    snprintf(lease_s, sizeof(lease_s), "%d", lease);
+    params[0] = worker;
+    params[1] = lease_s;
+    params[2] = array;
+
+    rc = mc_db_send(db, "SELECT " MC_DB_ITEM_COLUMNS
+                    " FROM mt5credit.claim_credit($1, $2, $3)", 3, params);
+    free(array);
+
+    return rc;
+}
+
+
+int
+mc_db_recv_claim(mc_db_t *db, mc_work_item_t *item)
+{
+    int        rc;
+    PGresult  *res;
+
+    res = mc_db_recv(db);
+    if (res == NULL) {
+        return -1;
+    }
+
+    rc = PQntuples(res) == 1;
+
+    if (rc) {
+        mc_db_item(res, 0, item);
+    }
+
+    PQclear(res);
+
+    return rc;
+}
+
+
+int
+mc_db_send_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
+    const char *worker, json_t *detail)
+{
+    int          rc;
+    char         id[24], attempt[16], t[24], *json;
+    const char  *params[5];
 
     json = mc_db_json(detail);
     json_decref(detail);
-    array = mc_db_array(servers, nservers);
 
-    if (json == NULL || array == NULL || mc_db_ready(db) != 0) {
-        free(json);
-        free(array);
+    if (json == NULL) {
         return -1;
     }
 
     snprintf(id, sizeof(id), "%" PRId64, w->id);
     snprintf(attempt, sizeof(attempt), "%d", w->attempts);
     snprintf(t, sizeof(t), "%" PRIu64, ticket);
-    snprintf(lease_s, sizeof(lease_s), "%d", lease);
+    params[0] = id;
+    params[1] = attempt;
+    params[2] = t;
+    params[3] = worker;
+    params[4] = json;
 
-    done[0] = id;
-    done[1] = attempt;
-    done[2] = t;
-    done[3] = worker;
-    done[4] = json;
-    claim[0] = worker;
-    claim[1] = lease_s;
-    claim[2] = array;
-
-    conn = db->conn;
-    moved = -1;
-
-    /* two statements, two syncs: two transactions, one round trip */
-    ok = PQenterPipelineMode(conn)
-         && PQsendQueryParams(conn, "SELECT mt5credit.credit_succeeded("
-                              "$1, $2, $3, $4, $5)", 5, NULL, done, NULL,
-                              NULL, 0)
-         && PQpipelineSync(conn)
-         && PQsendQueryParams(conn, "SELECT " MC_DB_ITEM_COLUMNS " FROM "
-                              "mt5credit.claim_credit($1, $2, $3)", 3, NULL,
-                              claim, NULL, NULL, 0)
-         && PQpipelineSync(conn);
-
+    rc = mc_db_send(db, "SELECT mt5credit.credit_succeeded($1, $2, $3, $4, "
+                    "$5)", 5, params);
     free(json);
-    free(array);
 
-    if (!ok) {
-        mc_log(MC_LOG_ERROR, "database: %s", PQerrorMessage(conn));
-        goto broken;
-    }
-
-    /* the recorded deal: its result, the end of its results, its sync */
-    res = PQgetResult(conn);
-
-    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
-        moved = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-    } else {
-        mc_log(MC_LOG_ERROR, "database: %s", PQresultErrorMessage(res));
-    }
-
-    PQclear(res);
-
-    if (mc_db_pipeline_sync(conn) != 0) {
-        goto broken;
-    }
-
-    /* the next claim, likewise */
-    res = PQgetResult(conn);
-
-    if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-        if (PQntuples(res) == 1) {
-            mc_db_item(res, 0, next);
-            *claimed = 1;
-        }
-
-    } else {
-        mc_log(MC_LOG_ERROR, "database: %s", PQresultErrorMessage(res));
-    }
-
-    PQclear(res);
-
-    if (mc_db_pipeline_sync(conn) != 0) {
-        goto broken;
-    }
-
-    if (PQexitPipelineMode(conn)) {
-        return moved;
-    }
-
-    mc_log(MC_LOG_ERROR, "database: %s", PQerrorMessage(conn));
-
-broken:
-
-    /* a connection left in pipeline mode is not reused */
-    PQfinish(db->conn);
-    db->conn = NULL;
-
-    return moved;
+    return rc;
 }
 
 
-/*
- * Reads past the end of one statement's results to its pipeline sync:
- * the results' terminating NULL, then the sync.  Bounded, so a broken
- * connection cannot loop here.
- */
-
-static int
-mc_db_pipeline_sync(PGconn *conn)
+int
+mc_db_recv_moved(mc_db_t *db)
 {
-    int             i;
-    PGresult       *res;
-    ExecStatusType  st;
+    int        rc;
+    PGresult  *res;
 
-    for (i = 0; i < 8; i++) {
-        res = PQgetResult(conn);
-
-        if (res == NULL) {
-            continue;
-        }
-
-        st = PQresultStatus(res);
-        PQclear(res);
-
-        if (st == PGRES_PIPELINE_SYNC) {
-            return 0;
-        }
+    res = mc_db_recv(db);
+    if (res == NULL) {
+        return -1;
     }
 
-    mc_log(MC_LOG_ERROR, "database: pipeline out of step");
+    rc = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
 
-    return -1;
+    return rc;
 }
 
 

@@ -65,15 +65,20 @@ int mc_db_release(mc_db_t *db, const mc_work_item_t *w, const char *worker,
 int mc_db_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
     const char *worker, json_t *detail);
 /*
- * credit_succeeded() and then claim_credit() in one round trip (libpq's
- * pipeline mode), each its own transaction: a failed claim never undoes
- * the recorded deal.  Returns what mc_db_succeeded() returns; *claimed is
- * 1 when *next holds a new claim.
+ * The two statements of the fast path, sent without waiting, so their
+ * round trips overlap the MT5 calls: a claim of the next credit while the
+ * balance call runs, the record of a deal while the next credit's checks
+ * run.  At most one statement is in flight; every other call first waits
+ * for it (mc_db_in_flight() tells whether one is).  The recv functions
+ * return what their synchronous twins return.
  */
-int mc_db_succeeded_claim(mc_db_t *db, const mc_work_item_t *w,
-    uint64_t ticket, const char *worker, json_t *detail, int lease,
-    const char *const *servers, int nservers, mc_work_item_t *next,
-    int *claimed);
+int mc_db_send_claim(mc_db_t *db, const char *worker, int lease,
+    const char *const *servers, int nservers);
+int mc_db_recv_claim(mc_db_t *db, mc_work_item_t *item);
+int mc_db_send_succeeded(mc_db_t *db, const mc_work_item_t *w,
+    uint64_t ticket, const char *worker, json_t *detail);
+int mc_db_recv_moved(mc_db_t *db);
+int mc_db_in_flight(mc_db_t *db);
 
 int mc_db_failed(mc_db_t *db, const mc_work_item_t *w, const char *case_kind,
     const char *worker, json_t *detail);

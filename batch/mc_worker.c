@@ -31,17 +31,10 @@
 #define MC_WORKER_LEASE_MARGIN_MS  2000
 
 
-/* the next claim, when recording a deal already made it */
-typedef struct {
-    mc_work_item_t  item;
-    int64_t         t0;           /* monotonic ms before it was asked */
-    int             claimed;
-} mc_worker_next_t;
-
-
-static void mc_worker_slots(mc_worker_t *w);
 static int mc_worker_process(mc_worker_t *w, mc_work_item_t *it,
-    int64_t deadline, mc_worker_next_t *next);
+    int64_t deadline);
+static void mc_worker_settle(mc_worker_t *w);
+static void mc_worker_collect_claim(mc_worker_t *w);
 static int mc_worker_checks(mc_worker_t *w, mc_worker_server_t *s,
     mc_work_item_t *it, int *group_digits);
 static void mc_worker_release(mc_worker_t *w, mc_work_item_t *it,
@@ -49,7 +42,7 @@ static void mc_worker_release(mc_worker_t *w, mc_work_item_t *it,
 static void mc_worker_fail(mc_worker_t *w, mc_work_item_t *it,
     const char *case_kind, json_t *detail);
 static void mc_worker_call(mc_worker_t *w, mc_worker_server_t *s,
-    mc_work_item_t *it, int group_digits, mc_worker_next_t *next);
+    mc_work_item_t *it, int group_digits);
 static mc_mt5_rc_e mc_worker_group(mc_worker_t *w, mc_worker_server_t *s,
     const char *name, mc_mt5_group_t *group, int *retcode);
 static int64_t mc_worker_pow10(int n);
@@ -246,25 +239,26 @@ mc_worker_session(mc_worker_t *w, mc_worker_server_t *s)
 int
 mc_worker_drain(mc_worker_t *w)
 {
-    int                rc, n;
-    int64_t            t0;
-    const char        *names[MC_CONFIG_MAX_SERVERS];
-    mc_work_item_t     it;
-    mc_worker_next_t   next;
+    int              rc, n;
+    int64_t          t0;
+    const char      *names[MC_CONFIG_MAX_SERVERS];
+    mc_work_item_t   it;
 
-    next.claimed = 0;
+    rc = 0;
 
     while (!*w->stop) {
-        if (next.claimed) {
-            /* claimed together with the last deal's record */
-            it = next.item;
-            t0 = next.t0;
-            next.claimed = 0;
+        if (w->have_next) {
+            /* claimed while the last balance call ran */
+            it = w->next;
+            t0 = w->next_t0;
+            w->have_next = 0;
 
         } else {
+            mc_worker_settle(w);
+
             n = mc_worker_servers(w, names, MC_CONFIG_MAX_SERVERS);
             if (n == 0) {
-                return 0;
+                break;
             }
 
             /*
@@ -276,27 +270,83 @@ mc_worker_drain(mc_worker_t *w)
             rc = mc_db_claim(w->db, w->cfg->worker_name, w->cfg->lease,
                              names, n, &it);
             if (rc <= 0) {
-                return rc;
+                break;
             }
+
+            rc = 0;
         }
 
-        if (mc_worker_process(w, &it, t0 + it.lease_ms_left, &next) != 0) {
-            return -1;
+        if (mc_worker_process(w, &it, t0 + it.lease_ms_left) != 0) {
+            rc = -1;
+            break;
         }
     }
 
-    /* stopping: a claim made with the last record is given back */
-    if (next.claimed) {
-        mc_worker_release(w, &next.item, "the worker is stopping");
+    mc_worker_settle(w);
+
+    /* stopping with a claim made ahead: given back, nothing was sent */
+    if (w->have_next) {
+        w->have_next = 0;
+        mc_worker_release(w, &w->next, "the worker is stopping");
     }
 
-    return 0;
+    return rc;
+}
+
+
+/* reads the claim sent ahead, if one is in flight */
+
+static void
+mc_worker_collect_claim(mc_worker_t *w)
+{
+    if (!w->claim_sent) {
+        return;
+    }
+
+    w->claim_sent = 0;
+    w->have_next = mc_db_recv_claim(w->db, &w->next) == 1;
+    w->next_t0 = w->claim_t0;
+}
+
+
+/*
+ * Reads whatever statement is in flight, so a synchronous one can be
+ * sent: the record of the last deal is logged here.
+ */
+
+static void
+mc_worker_settle(mc_worker_t *w)
+{
+    int              moved;
+    mc_work_item_t  *it;
+
+    mc_worker_collect_claim(w);
+
+    if (!w->record_sent) {
+        return;
+    }
+
+    w->record_sent = 0;
+    it = &w->recorded;
+    moved = mc_db_recv_moved(w->db);
+
+    if (moved == 1) {
+        w->done++;
+        mc_log(MC_LOG_INFO, "credit=%" PRId64 " ref=%s: deal %" PRIu64
+               ", done", it->id, it->reference, w->recorded_ticket);
+        return;
+    }
+
+    /* the deal exists; the resolver finds it by its reference */
+    mc_log(MC_LOG_ERROR, "credit=%" PRId64 " ref=%s: deal %" PRIu64 " made "
+           "but not recorded (%s); the resolver will find it", it->id,
+           it->reference, w->recorded_ticket,
+           moved == 0 ? "the lease was lost" : "database error");
 }
 
 
 static int
-mc_worker_process(mc_worker_t *w, mc_work_item_t *it, int64_t deadline,
-    mc_worker_next_t *next)
+mc_worker_process(mc_worker_t *w, mc_work_item_t *it, int64_t deadline)
 {
     int                  group_digits;
     mc_worker_server_t  *s;
@@ -339,7 +389,7 @@ mc_worker_process(mc_worker_t *w, mc_work_item_t *it, int64_t deadline,
         return 0;
     }
 
-    mc_worker_call(w, s, it, group_digits, next);
+    mc_worker_call(w, s, it, group_digits);
 
     return 0;
 }
@@ -364,6 +414,9 @@ mc_worker_checks(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
 
     retcode = 0;
     rc = mc_mt5_user_get(s->session, it->login, &user, &retcode);
+
+    /* the last deal's record travelled while MT5 answered */
+    mc_worker_settle(w);
 
     if (rc == MC_MT5_REJECTED && retcode == 13) {
         mc_worker_fail(w, it, "mt5_account_missing",
@@ -470,13 +523,13 @@ mc_worker_checks(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
 
 static void
 mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
-    int group_digits, mc_worker_next_t *next)
+    int group_digits)
 {
     int          retcode, moved, n;
-    const char  *names[MC_CONFIG_MAX_SERVERS];
     char         amount[48];
     int64_t      signed_minor;
     uint64_t     ticket;
+    const char  *names[MC_CONFIG_MAX_SERVERS];
     mc_mt5_rc_e  rc;
 
     signed_minor = it->amount_minor
@@ -494,6 +547,21 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
         return;
     }
 
+    /* the next claim travels while MT5 works on this call */
+    mc_worker_settle(w);
+
+    if (!*w->stop && !w->have_next) {
+        n = mc_worker_servers(w, names, MC_CONFIG_MAX_SERVERS);
+        w->claim_t0 = mc_worker_now_ms();
+
+        if (n > 0
+            && mc_db_send_claim(w->db, w->cfg->worker_name, w->cfg->lease,
+                                names, n) == 0)
+        {
+            w->claim_sent = 1;
+        }
+    }
+
     retcode = 0;
     ticket = 0;
 
@@ -504,38 +572,27 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
                         it->reference, strcmp(it->direction, "debit") == 0,
                         &ticket, &retcode);
 
+    mc_worker_collect_claim(w);
+
     switch (rc) {
 
     case MC_MT5_OK:
-        /* the record, and the next claim in the same round trip */
-        n = *w->stop ? 0 : mc_worker_servers(w, names, MC_CONFIG_MAX_SERVERS);
-        next->t0 = mc_worker_now_ms();
-
-        moved = n == 0
-                ? mc_db_succeeded(w->db, it, ticket, w->cfg->worker_name,
-                                  json_pack("{s:s, s:I, s:s}", "step", "call",
-                                            "ticket", (json_int_t) ticket,
-                                            "amount", amount))
-                : mc_db_succeeded_claim(w->db, it, ticket,
-                                        w->cfg->worker_name,
-                                        json_pack("{s:s, s:I, s:s}", "step",
-                                                  "call", "ticket",
-                                                  (json_int_t) ticket,
-                                                  "amount", amount),
-                                        w->cfg->lease, names, n, &next->item,
-                                        &next->claimed);
-        if (moved == 1) {
-            w->done++;
-            mc_log(MC_LOG_INFO, "credit=%" PRId64 " ref=%s: deal %" PRIu64
-                   ", done", it->id, it->reference, ticket);
-
-        } else {
-            /* the deal exists; the resolver finds it by its reference */
-            mc_log(MC_LOG_ERROR, "credit=%" PRId64 " ref=%s: deal %" PRIu64
-                   " made but not recorded (%s); the resolver will find it",
-                   it->id, it->reference, ticket,
-                   moved == 0 ? "the lease was lost" : "database error");
+        /* the record travels while the next credit's checks run */
+        if (mc_db_send_succeeded(w->db, it, ticket, w->cfg->worker_name,
+                                 json_pack("{s:s, s:I, s:s}", "step", "call",
+                                           "ticket", (json_int_t) ticket,
+                                           "amount", amount))
+            == 0)
+        {
+            w->record_sent = 1;
+            w->recorded = *it;
+            w->recorded_ticket = ticket;
+            return;
         }
+
+        mc_log(MC_LOG_ERROR, "credit=%" PRId64 " ref=%s: deal %" PRIu64
+               " made but not recorded (database error); the resolver will "
+               "find it", it->id, it->reference, ticket);
         return;
 
     case MC_MT5_REJECTED:
@@ -571,6 +628,8 @@ mc_worker_release(mc_worker_t *w, mc_work_item_t *it, const char *why)
 {
     int  moved;
 
+    mc_worker_settle(w);
+
     moved = mc_db_release(w->db, it, w->cfg->worker_name,
                           json_pack("{s:s, s:s}", "step", "release",
                                     "reason", why));
@@ -590,6 +649,8 @@ mc_worker_fail(mc_worker_t *w, mc_work_item_t *it, const char *case_kind,
 {
     int    moved;
     char  *text;
+
+    mc_worker_settle(w);
 
     if (detail == NULL) {
         detail = json_object();

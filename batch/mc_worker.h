@@ -53,6 +53,20 @@ typedef struct {
     unsigned long        db_generation;  /* slots were taken on this one */
     volatile int        *stop;
 
+    /*
+     * The fast path's statement in flight (at most one): the next claim,
+     * sent while a balance call runs, or the record of the last deal,
+     * read once the next credit's checks have run.
+     */
+    unsigned             claim_sent:1;
+    unsigned             record_sent:1;
+    unsigned             have_next:1;
+    int64_t              claim_t0;       /* monotonic ms before sending */
+    mc_work_item_t       next;
+    int64_t              next_t0;
+    mc_work_item_t       recorded;       /* whose record is in flight */
+    uint64_t             recorded_ticket;
+
     /* what this process did, for its exit line */
     uint64_t             done, failed, unknown, released;
     uint64_t             resolved_found, resolved_absent, unresolved;
