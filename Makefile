@@ -69,7 +69,9 @@ $(MODULE_SO): $(MODULE_SRCS)
 	$(MAKE) -C $(BUILD)/nginx-src -f objs/Makefile modules \
 	    > $(BUILD)/make-module.log \
 	    || { cat $(BUILD)/make-module.log >&2; exit 1; }
-	cp $(BUILD)/nginx-src/objs/ngx_mt5_credit_module.so $@
+	@# a new inode, never an overwrite: a running nginx maps the old one
+	cp $(BUILD)/nginx-src/objs/ngx_mt5_credit_module.so $@.tmp
+	mv -f $@.tmp $@
 	@echo "built $@ for $$($(NGINX_BIN) -v 2>&1)"
 else
 $(MODULE_SO): $(MODULE_SRCS)
@@ -78,7 +80,8 @@ $(MODULE_SO): $(MODULE_SRCS)
 	    --add-dynamic-module=$(CURDIR) \
 	    --builddir=$(BUILD)/nginx-upstream > $(BUILD)/configure.log
 	$(MAKE) -C $(NGINX_SRC) -f $(BUILD)/nginx-upstream/Makefile modules
-	cp $(BUILD)/nginx-upstream/ngx_mt5_credit_module.so $@
+	cp $(BUILD)/nginx-upstream/ngx_mt5_credit_module.so $@.tmp
+	mv -f $@.tmp $@
 endif
 
 # nginx with the module linked in statically (--add-module).

@@ -247,38 +247,11 @@ int
 mc_db_claim(mc_db_t *db, const char *worker, int lease,
     const char *const *servers, int nservers, mc_work_item_t *item)
 {
-    int          rc;
-    char         lease_s[16], *array;
-    PGresult    *res;
-    const char  *params[3];
-
-    array = mc_db_array(servers, nservers);
-    if (array == NULL) {
+    if (mc_db_send_claim(db, worker, lease, servers, nservers) != 0) {
         return -1;
     }
 
-    snprintf(lease_s, sizeof(lease_s), "%d", lease);
-    params[0] = worker;
-    params[1] = lease_s;
-    params[2] = array;
-
-    res = mc_db_exec(db, "SELECT " MC_DB_ITEM_COLUMNS
-                     " FROM mt5credit.claim_credit($1, $2, $3)", 3, params);
-    free(array);
-
-    if (res == NULL) {
-        return -1;
-    }
-
-    rc = PQntuples(res) == 1;
-
-    if (rc) {
-        mc_db_item(res, 0, item);
-    }
-
-    PQclear(res);
-
-    return rc;
+    return mc_db_recv_claim(db, item);
 }
 
 

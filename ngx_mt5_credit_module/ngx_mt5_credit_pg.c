@@ -603,6 +603,7 @@ ngx_mt5_credit_pg_io_step(ngx_mt5_credit_pg_conn_t *conn)
         return;
     }
 
+    /* PQgetResult() blocks only while PQisBusy(): never here */
     while (!PQisBusy(conn->pg)) {
 
         res = PQgetResult(conn->pg);
@@ -748,6 +749,7 @@ ngx_mt5_credit_pg_idle_step(ngx_mt5_credit_pg_conn_t *conn)
         return;
     }
 
+    /* not busy: PQgetResult() returns at once */
     if (!PQisBusy(conn->pg)) {
         res = PQgetResult(conn->pg);
 
