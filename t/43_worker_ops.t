@@ -7,13 +7,16 @@
 #     workers run
 #   - two calls for one credit with several workers and servers
 #   - `mt5credit resolve` leaving a resolvable unknown unresolved
-#   - an alert that reaches only the log when a command is configured
+#   - an alert that reaches only the log when a command or URL is
+#     configured
 #   - a configuration typo starting a worker (it names file and line)
 #   - `mt5credit status` hiding what is pending, unknown or open
 
 use strict;
 use warnings;
 
+use IO::Socket::INET;
+use POSIX ();
 use Test::More;
 
 use lib 't/lib';
@@ -148,6 +151,43 @@ Mt5Credit::Worker::stop($sb, $_) for qw(ops1 ops2 ops3);
          'and reached the alert command, kind and credit in its environment');
 }
 
+{
+    # the same through alert_url: a POSTed JSON object
+    my $listener = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1',
+                                         LocalPort => 0, Proto => 'tcp',
+                                         ReuseAddr => 1) or die $!;
+    my $port = $listener->sockport;
+    my $got = $sb->dir . '/alert-post.txt';
+    my $pid = fork // die;
+    if ($pid == 0) {
+        my $c = $listener->accept;
+        my $req = '';
+        while (sysread($c, my $buf, 4096)) {
+            $req .= $buf;
+            last if $req =~ /\r\n\r\n(.*)/s && $req =~ /Content-Length: (\d+)/i
+                    && length((split /\r\n\r\n/, $req, 2)[1]) >= $1;
+        }
+        print $c "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n";
+        open my $fh, '>', $got;
+        print $fh $req;
+        close $fh;
+        POSIX::_exit(0);
+    }
+    close $listener;
+
+    $sb->register_account('alice', 79998, 'USD');
+    my $id = $st->pay(login => 79998, amount => 3004);
+    my $urlconf = conf('url', alert_command => '',
+                       alert_url => "http://127.0.0.1:$port/alerts");
+    Mt5Credit::Worker::run($sb, 'work', '-c', $urlconf, '--once');
+    waitpid($pid, 0);
+    open my $fh, '<', $got;
+    my $req = do { local $/; <$fh> } // '';
+    like($req, qr{^POST /alerts }, 'alert_url receives a POST');
+    like($req, qr/"kind":"mt5_account_missing"/, 'naming the kind');
+    like($req, qr/"credit":$id\b/, 'and the credit');
+}
+
 # --- status ---------------------------------------------------------------------
 
 {
@@ -159,7 +199,7 @@ Mt5Credit::Worker::stop($sb, $_) for qw(ops1 ops2 ops3);
                          . "WHERE status = 'done' AND kind = 'deposit'");
     like($out, qr/^mt5credit_credits\{kind="deposit",status="done"\} $done$/m,
          "counts credits by kind and status ($done done)");
-    like($out, qr/^mt5credit_open_cases\{kind="mt5_account_missing",severity="high"\} 1$/m,
+    like($out, qr/^mt5credit_open_cases\{kind="mt5_account_missing",severity="high"\} 2$/m,
          'and open cases by kind');
     like($out, qr/^# TYPE mt5credit_credits gauge$/m, 'in Prometheus text format');
 
