@@ -40,7 +40,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 redis-server redis-tools libhiredis-dev \
                 libssl-dev libcurl4-openssl-dev libjansson-dev \
                 libmicrohttpd-dev openssl valgrind \
-                wrk procps iproute2
+                wrk procps iproute2 chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -134,7 +134,7 @@ $(MT5SIM): $(SIM_OBJS)
 # C unit tests: no servers, pure functions, vectors with their own clock.
 UNIT_TESTS := $(BUILD)/t/signature_vectors_test $(BUILD)/t/mt5sim_auth_test \
               $(BUILD)/t/mc_money_test $(BUILD)/t/mc_mt5_auth_test \
-              $(BUILD)/t/mc_mt5_client_test
+              $(BUILD)/t/mc_mt5_client_test $(BUILD)/t/mc_settle_test
 
 unit: $(UNIT_TESTS)
 
@@ -153,6 +153,12 @@ $(BUILD)/t/mt5sim_auth_test: t/unit/mt5sim_auth_test.c t/mt5sim/mt5sim_auth.c \
 	    $(filter %.c,$^) -ljansson -lcrypto
 
 $(BUILD)/t/mc_money_test: t/unit/mc_money_test.c batch/mc_money.c \
+        batch/mc_money.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^)
+
+$(BUILD)/t/mc_settle_test: t/unit/mc_settle_test.c batch/mc_settle.c \
+        batch/mc_csv.c batch/mc_money.c batch/mc_settle.h batch/mc_csv.h \
         batch/mc_money.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^)
@@ -200,6 +206,7 @@ test-unit: unit
 	$(BUILD)/t/mt5sim_auth_test
 	$(BUILD)/t/mc_money_test
 	$(BUILD)/t/mc_mt5_auth_test
+	$(BUILD)/t/mc_settle_test
 
 check-upstream: deps
 	t/check-upstream-build

@@ -79,6 +79,18 @@ static const mc_key_t  mc_main_keys[] = {
       "POSTed a JSON object on every alert" },
     { "log_level", MC_KEY_STR, MC_MAIN(log_level), 0, 0,
       "debug, info, warn, error (info)" },
+    { "recon_database", MC_KEY_STR, MC_MAIN(recon_database), 0, 0,
+      "reconcile: libpq conninfo, log in as a member of mt5credit_recon "
+      "(default: database)" },
+    { "recon_deal_grace", MC_KEY_SECONDS, MC_MAIN(recon_deal_grace), 0,
+      7 * 86400,
+      "reconcile: MT5 deals are fetched this long past the day's end, for "
+      "credits made late in the day (86400)" },
+    { "recon_out", MC_KEY_STR, MC_MAIN(recon_out), 0, 0,
+      "reconcile: directory for the CSV and HTML reports (.)" },
+    { "desk_database", MC_KEY_STR, MC_MAIN(desk_database), 0, 0,
+      "cases: libpq conninfo; each person logs in as their own role, "
+      "member of mt5credit_operator (default: libpq's PG* environment)" },
     { NULL, 0, 0, 0, 0, 0, NULL }
 };
 
@@ -98,6 +110,9 @@ static const mc_key_t  mc_server_keys[] = {
       "most Web API sessions on this server, all workers together (2)" },
     { "ping_interval", MC_KEY_SECONDS, MC_SRV(ping_interval), 1, 170,
       "seconds idle before /api/test/access (20; the server drops at 180)" },
+    { "recon_groups", MC_KEY_STR, MC_SRV(recon_groups), 0, 0,
+      "reconcile: the server's groups whose balance deals are matched, "
+      "comma-separated exact names (required to reconcile)" },
     { NULL, 0, 0, 0, 0, 0, NULL }
 };
 
@@ -138,6 +153,8 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->sweep_interval = 5;
     cfg->server_backoff = 5;
     cfg->group_cache = 60;
+    cfg->recon_deal_grace = 86400;
+    strcpy(cfg->recon_out, ".");
 }
 
 

@@ -30,6 +30,7 @@ typedef struct {
     int              tls_verify;
     int              sessions;        /* cap across all workers */
     int              ping_interval;   /* seconds */
+    char             recon_groups[1024]; /* groups reconciled, comma list */
     char             password[256];   /* read from password_file */
     mc_mt5_config_t  mt5;             /* filled by mc_config_load() */
 } mc_server_config_t;
@@ -55,6 +56,10 @@ typedef struct {
     char                 alert_command[512];
     char                 alert_url[512];
     char                 log_level[16];
+    char                 recon_database[1024]; /* "": database */
+    char                 desk_database[1024];  /* "": libpq's defaults */
+    int                  recon_deal_grace; /* s of deals after the day */
+    char                 recon_out[512];   /* report directory */
     mc_server_config_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;
 } mc_config_t;

@@ -20,6 +20,7 @@
  */
 
 
+#include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -1416,6 +1417,83 @@ mc_mt5_group_get(mc_mt5_session_t *s, const char *group, mc_mt5_group_t *g,
         return mc_mt5_lost(s, NULL);
     }
 
+    return MC_MT5_OK;
+}
+
+
+mc_mt5_rc_e
+mc_mt5_logins(mc_mt5_session_t *s, const char *group, uint64_t **logins,
+    size_t *n, int *retcode)
+{
+    int             dummy;
+    size_t          i, count;
+    json_t         *root, *answer, *v;
+    uint64_t       *out, u;
+    const char     *t;
+    char           *end;
+    mc_mt5_rc_e     rc;
+    mc_mt5_param_t  params[1];
+
+    if (retcode == NULL) {
+        retcode = &dummy;
+    }
+
+    params[0].key = "group"; params[0].value = group;
+
+    rc = mc_mt5_call(s, "/api/user/logins", params, 1, &root, &answer,
+                     retcode);
+    if (rc != MC_MT5_OK) {
+        return rc;
+    }
+
+    if (!json_is_array(answer)) {
+        mc_mt5_fail(s, "user/logins: answer is not a list");
+        return mc_mt5_lost(s, root);
+    }
+
+    count = json_array_size(answer);
+    out = malloc((count ? count : 1) * sizeof(uint64_t));
+    if (out == NULL) {
+        mc_mt5_fail(s, "user/logins: out of memory for %zu logins", count);
+        return mc_mt5_lost(s, root);
+    }
+
+    /* logins come as strings (every scalar may); numbers are accepted */
+    for (i = 0; i < count; i++) {
+        v = json_array_get(answer, i);
+
+        if (json_is_integer(v) && json_integer_value(v) > 0) {
+            u = (uint64_t) json_integer_value(v);
+
+        } else if (json_is_string(v)
+                   && (t = json_string_value(v))[0] >= '1'
+                   && t[0] <= '9')
+        {
+            errno = 0;
+            u = strtoull(t, &end, 10);
+            if (errno != 0 || *end != '\0') {
+                u = 0;
+            }
+
+        } else {
+            u = 0;
+        }
+
+        if (u == 0) {
+            mc_mt5_fail(s, "user/logins: element %zu is not a login", i);
+            free(out);
+            return mc_mt5_lost(s, root);
+        }
+
+        out[i] = u;
+    }
+
+    json_decref(root);
+
+    qsort(out, count, sizeof(uint64_t), mc_mt5_ticket_cmp);
+
+    *logins = out;
+    *n = count;
     return MC_MT5_OK;
 }
 

@@ -166,6 +166,14 @@ mc_mt5_rc_e mc_mt5_deals(mc_mt5_session_t *s, uint64_t login, int64_t from,
     int64_t to, mc_mt5_deal_t **deals, size_t *n, int *retcode);
 
 /*
+ * user/logins?group=<group>: the logins of one group, ascending (sorted
+ * here, whatever order the server used), each checked to be a login.
+ * *logins is malloc'ed; free() it.
+ */
+mc_mt5_rc_e mc_mt5_logins(mc_mt5_session_t *s, const char *group,
+    uint64_t **logins, size_t *n, int *retcode);
+
+/*
  * Whether a trade/balance retcode means the server refused and did not
  * execute (3, 4, 8, 13, 4005, 10019, ...): the credit can be failed.
  * Any other non-zero retcode leaves the outcome unknown.

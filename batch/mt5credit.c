@@ -17,8 +17,10 @@
 
 #include <curl/curl.h>
 
+#include "mc_cases.h"
 #include "mc_config.h"
 #include "mc_log.h"
+#include "mc_recon.h"
 #include "mc_status.h"
 #include "mc_worker.h"
 
@@ -34,6 +36,8 @@ static void mc_usage(FILE *f);
 static void mc_on_signal(int signo);
 static int mc_cmd_work(int argc, char **argv, int resolve_only);
 static int mc_cmd_status(int argc, char **argv);
+static int mc_cmd_reconcile(int argc, char **argv);
+static int mc_cmd_cases(int argc, char **argv);
 static const char *mc_config_path(const char *given);
 
 
@@ -73,6 +77,14 @@ main(int argc, char **argv)
         return mc_cmd_status(argc - 1, argv + 1);
     }
 
+    if (strcmp(cmd, "reconcile") == 0) {
+        return mc_cmd_reconcile(argc - 1, argv + 1);
+    }
+
+    if (strcmp(cmd, "cases") == 0) {
+        return mc_cmd_cases(argc - 1, argv + 1);
+    }
+
     fprintf(stderr, "mt5credit: unknown command \"%s\"\n\n", cmd);
     mc_usage(stderr);
 
@@ -93,6 +105,12 @@ mc_usage(FILE *f)
 "  resolve   look up the outcome of unknown credits once, then exit\n"
 "  status    counts per status and kind, oldest pending and unknown ages,\n"
 "            open cases\n"
+"  reconcile match one provider's settlement file for one day with our\n"
+"            credits and MT5's balance deals; every difference a case;\n"
+"            CSV and HTML report (exit 0 reconciled, 1 breaks, 2 bad\n"
+"            input, 3 incomplete, 4 failure)\n"
+"  cases     the case desk: list, show, assign, note, resolve, and the\n"
+"            two-person money actions (\"mt5credit cases --help\")\n"
 "\n"
 "options:\n"
 "  -c, --config FILE    configuration file (default $MT5CREDIT_CONFIG or\n"
@@ -100,6 +118,22 @@ mc_usage(FILE *f)
 "      --once           work: one round (sweep, resolve, drain), then exit\n"
 "      --database INFO  status: a libpq conninfo instead of a config file\n"
 "      --prometheus     status: Prometheus text format\n"
+"\n"
+"reconcile options:\n"
+"      --provider NAME      the provider, as in webhook events (stripe)\n"
+"      --day YYYY-MM-DD     the business day\n"
+"      --tz ZONE            its time zone, IANA (UTC, Europe/London, ...)\n"
+"      --currency CODE      the settlement currency (USD)\n"
+"      --format F           settlement file format: stripe or generic\n"
+"      --settlement FILE    the provider's settlement CSV\n"
+"      --control FILE       payout control totals (payout_id, currency,\n"
+"                           amount[, count]); without it the file cannot\n"
+"                           be shown complete and the run is incomplete\n"
+"      --out DIR            report directory (recon_out, default .)\n"
+"      --deal-grace SECS    deals fetched past the day (recon_deal_grace)\n"
+"\n"
+"cases options:\n"
+"      --database INFO      libpq conninfo; you act as its user\n"
 "  -h, --help           this help (also \"mt5credit <command> --help\")\n"
 "\n");
 
@@ -282,6 +316,175 @@ mc_cmd_status(int argc, char **argv)
     }
 
     rc = mc_status_print(database, prometheus, stdout);
+    free(cfg);
+
+    return rc;
+}
+
+
+static int
+mc_cmd_reconcile(int argc, char **argv)
+{
+    int               c, rc;
+    char              err[1024];
+    const char       *path, *grace;
+    mc_config_t      *cfg;
+    mc_log_level_e    level;
+    mc_recon_opts_t   o;
+    struct sigaction  sa;
+
+    static struct option  opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "provider", required_argument, NULL, 'p' },
+        { "day", required_argument, NULL, 'd' },
+        { "tz", required_argument, NULL, 'z' },
+        { "currency", required_argument, NULL, 'u' },
+        { "format", required_argument, NULL, 'f' },
+        { "settlement", required_argument, NULL, 's' },
+        { "control", required_argument, NULL, 'C' },
+        { "out", required_argument, NULL, 'o' },
+        { "deal-grace", required_argument, NULL, 'g' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
+    };
+
+    memset(&o, 0, sizeof(o));
+    path = NULL;
+    grace = NULL;
+    o.format_name = "stripe";
+
+    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': path = optarg; break;
+        case 'p': o.provider = optarg; break;
+        case 'd': o.day = optarg; break;
+        case 'z': o.time_zone = optarg; break;
+        case 'u': o.currency = optarg; break;
+        case 'f': o.format_name = optarg; break;
+        case 's': o.settlement = optarg; break;
+        case 'C': o.control = optarg; break;
+        case 'o': o.out_dir = optarg; break;
+        case 'g': grace = optarg; break;
+
+        case 'h':
+            mc_usage(stdout);
+            return 0;
+
+        default:
+            mc_usage(stderr);
+            return 2;
+        }
+    }
+
+    if (o.provider == NULL || o.day == NULL || o.time_zone == NULL
+        || o.currency == NULL || o.settlement == NULL)
+    {
+        fprintf(stderr, "mt5credit: reconcile needs --provider, --day, --tz, "
+                "--currency and --settlement\n");
+        return 2;
+    }
+
+    if (mc_settle_format_parse(o.format_name, &o.format) != 0) {
+        fprintf(stderr, "mt5credit: reconcile: unknown --format \"%s\" "
+                "(stripe or generic)\n", o.format_name);
+        return 2;
+    }
+
+    cfg = malloc(sizeof(mc_config_t));
+    if (cfg == NULL) {
+        return 4;
+    }
+
+    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "mt5credit: %s\n", err);
+        free(cfg);
+        return 2;
+    }
+
+    o.deal_grace = cfg->recon_deal_grace;
+    if (grace != NULL) {
+        char  *end;
+        long   v = strtol(grace, &end, 10);
+
+        if (*grace == '\0' || *end != '\0' || v < 0 || v > 7 * 86400) {
+            fprintf(stderr, "mt5credit: reconcile: --deal-grace \"%s\" is "
+                    "not 0..604800 seconds\n", grace);
+            free(cfg);
+            return 2;
+        }
+        o.deal_grace = (int) v;
+    }
+
+    if (o.out_dir == NULL) {
+        o.out_dir = cfg->recon_out;
+    }
+
+    (void) mc_log_parse_level(cfg->log_level, &level);
+    mc_log_set_level(level);
+    mc_log_set_name("mt5credit-reconcile");
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = mc_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = mc_recon_run(cfg, &o, &mc_stop);
+    free(cfg);
+
+    return rc;
+}
+
+
+static int
+mc_cmd_cases(int argc, char **argv)
+{
+    int           i, rc;
+    char          err[1024];
+    const char   *path, *database;
+    mc_config_t  *cfg;
+
+    /* --config and --database are ours; the rest is the desk's */
+    path = NULL;
+    database = NULL;
+
+    for (i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0
+            || strcmp(argv[i], "--database") == 0)
+        {
+            if (argv[i][2] == 'd') {
+                database = argv[i + 1];
+            } else {
+                path = argv[i + 1];
+            }
+            memmove(&argv[i], &argv[i + 2],
+                    (size_t) (argc - i - 2 + 1) * sizeof(char *));
+            argc -= 2;
+            i--;
+        }
+    }
+
+    cfg = NULL;
+
+    if (database == NULL && (path != NULL || getenv("MT5CREDIT_CONFIG"))) {
+        cfg = malloc(sizeof(mc_config_t));
+        if (cfg == NULL) {
+            return 1;
+        }
+
+        if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err))
+            != 0)
+        {
+            fprintf(stderr, "mt5credit: %s\n", err);
+            free(cfg);
+            return 2;
+        }
+
+        database = cfg->desk_database;
+    }
+
+    rc = mc_cases_main(argc, argv, database);
     free(cfg);
 
     return rc;

@@ -192,7 +192,7 @@ Mt5Credit::Worker::stop($sb, $_) for qw(ops1 ops2 ops3);
 
 {
     my ($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--database',
-        '"host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=worker"',
+        'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=worker',
         '--prometheus');
     is($rc, 0, 'mt5credit status --prometheus');
     my $done = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "

@@ -9,6 +9,8 @@
  *   POST   /control/fault                   arm one fault
  *   DELETE /control/fault, /control/faults  clear all; hung requests go on
  *   GET    /control/faults                  the armed faults
+ *   POST   /control/deal                    a dealer's balance operation
+ *                                           from the terminal (journaled)
  *   POST   /control/time                    {"offset_minutes":N}
  *   GET    /control/time                    offset and server time
  *   GET    /control/ledger                  every deal and account
@@ -32,6 +34,8 @@ static void mt5sim_control_put(mt5sim_t *srv, json_t *body,
 static void mt5sim_control_fault(mt5sim_t *srv, json_t *body,
     mt5sim_control_reply_t *out);
 static void mt5sim_control_time(mt5sim_t *srv, json_t *body,
+    mt5sim_control_reply_t *out);
+static void mt5sim_control_deal(mt5sim_t *srv, json_t *body,
     mt5sim_control_reply_t *out);
 
 
@@ -109,6 +113,51 @@ mt5sim_control_time(mt5sim_t *srv, json_t *body,
 }
 
 
+/*
+ * {"manager":N,"login":N,"type":2,"amount":"-12.50","comment":"..."}: the
+ * same rules as trade/balance, for deals no API client made (a dealer's
+ * manual correction, a bonus), which reconciliation must find.
+ */
+static void
+mt5sim_control_deal(mt5sim_t *srv, json_t *body,
+    mt5sim_control_reply_t *out)
+{
+    char                  err[MT5SIM_ERR_MAX];
+    json_int_t            manager, login, type = 2;
+    const char           *amount, *comment = "";
+    uint64_t              ticket = 0;
+    int                   rc;
+    mt5sim_balance_req_t  r;
+
+    if (json_unpack(body, "{s:I,s:I,s?I,s:s,s?s}", "manager", &manager,
+                    "login", &login, "type", &type, "amount", &amount,
+                    "comment", &comment) != 0)
+    {
+        mt5sim_control_error(out, 400, "need manager, login, amount "
+                             "(text), optional type and comment");
+        return;
+    }
+
+    memset(&r, 0, sizeof(r));
+    r.login = (uint64_t) login;
+    r.type = (int) type;
+    r.amount = amount;
+    r.comment = comment;
+
+    rc = mt5sim_ledger_balance(&srv->ledger, (uint64_t) manager, &r, &ticket,
+                               err);
+    if (rc != MT5_RET_OK) {
+        out->status = 409;
+        out->json = json_pack("{s:i,s:s}", "retcode", rc, "error", err);
+        return;
+    }
+
+    out->status = 200;
+    out->json = json_pack("{s:b,s:I}", "ok", 1, "ticket",
+                          (json_int_t) ticket);
+}
+
+
 void
 mt5sim_control_call(mt5sim_t *srv, const char *method, const char *path,
     const char *body, size_t body_len, mt5sim_control_reply_t *out)
@@ -150,6 +199,9 @@ mt5sim_control_call(mt5sim_t *srv, const char *method, const char *path,
         pthread_mutex_lock(&srv->lock);
         out->json = mt5sim_faults_json(&srv->faults);
         pthread_mutex_unlock(&srv->lock);
+    } else if (post && strcmp(path, "/control/deal") == 0) {
+        mt5sim_control_deal(srv, doc, out);
+
     } else if (post && strcmp(path, "/control/time") == 0) {
         mt5sim_control_time(srv, doc, out);
     } else if (get && strcmp(path, "/control/time") == 0) {

@@ -227,6 +227,16 @@ sub add_group    { my ($self, %g) = @_; $self->post('/control/group', \%g) }
 sub add_manager  { my ($self, %m) = @_; $self->post('/control/manager', \%m) }
 sub post         { $_[0]->control(POST => $_[1], $_[2]) }
 
+# A dealer's balance operation from the terminal: no API client made it.
+# Returns the deal ticket.
+sub manual_deal {
+    my ($self, %d) = @_;
+    my $r = $self->post('/control/deal', { manager => $MANAGER + 0,
+                                           type => 2, comment => '', %d });
+    croak "manual deal: " . ($r->{error} // 'failed') unless $r->{ticket};
+    return $r->{ticket};
+}
+
 sub set_offset {
     my ($self, $minutes) = @_;
     return $self->control(POST => '/control/time',

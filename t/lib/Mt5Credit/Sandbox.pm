@@ -146,6 +146,9 @@ sub start_postgres {
 CREATE ROLE edge LOGIN IN ROLE mt5credit_ingest;
 CREATE ROLE portal LOGIN IN ROLE mt5credit_portal;
 CREATE ROLE worker LOGIN IN ROLE mt5credit_worker;
+CREATE ROLE recon LOGIN IN ROLE mt5credit_recon;
+CREATE ROLE ops_alice LOGIN IN ROLE mt5credit_operator;
+CREATE ROLE ops_bob LOGIN IN ROLE mt5credit_operator;
 SQL
     }
     return $port;

@@ -86,10 +86,18 @@ sub log_of {
     return <$fh> // '';
 }
 
-# Runs "mt5credit <args>" to completion; returns (exit status, output).
+# Runs "mt5credit <args>" to completion, without a shell (an argument
+# is one argument, spaces and all); returns (exit status, output).
 sub run {
     my ($sb, @args) = @_;
-    my $out = `$BIN @args 2>&1`;
+    my $pid = open(my $fh, '-|') // croak "fork: $!";
+    if (!$pid) {
+        open STDERR, '>&', \*STDOUT or POSIX::_exit(127);
+        exec { $BIN } $BIN, @args or POSIX::_exit(127);
+    }
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
     return ($? >> 8, $out);
 }
 

@@ -1,0 +1,677 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The order of a run, and why:
+ *   1. hash the input files (a re-run with the same inputs is the same run);
+ *   2. BEGIN; recon_begin() fixes the day's window in its time zone;
+ *   3. COPY the settlement file and its control totals, parsed as they
+ *      stream (a bad line aborts the COPY: nothing of it is kept);
+ *   4. COPY MT5's balance deals of the window, all servers, in full;
+ *   5. recon_load() checks what a line parser cannot (duplicates, rows
+ *      outside the day, control totals); recon_match() matches and opens
+ *      cases; COMMIT;
+ *   6. the CSV and HTML reports are written from what was committed.
+ * An input that cannot be shown complete rolls everything back and is
+ * recorded as an `incomplete` run with its reason, in its own transaction.
+ */
+
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+#include <openssl/evp.h>
+
+#include "mc_alert.h"
+#include "mc_log.h"
+#include "mc_pgcopy.h"
+#include "mc_recon.h"
+#include "mc_recon_fetch.h"
+#include "mc_recon_report.h"
+
+
+typedef struct {
+    mc_config_t              *cfg;
+    const mc_recon_opts_t    *o;
+    volatile sig_atomic_t    *stop;
+    PGconn                   *conn;
+    mc_alert_config_t         alert;
+    int                       digits;
+    char                      settlement_sha[65];
+    char                      control_sha[65];
+    char                      grace[32];
+    int64_t                   run_id;
+    int64_t                   window_start, window_end, deal_window_end;
+    mc_recon_fetch_stats_t    fetched;
+    uint64_t                  settlement_rows, control_rows;
+    char                      err[2048];
+} mc_recon_t;
+
+
+static int mc_recon_sha256(const char *path, char *hex, char *err,
+    size_t errlen);
+static PGresult *mc_recon_exec(mc_recon_t *r, const char *sql, int n,
+    const char *const *params);
+static int mc_recon_digits(mc_recon_t *r);
+static int mc_recon_begin(mc_recon_t *r);
+static int mc_recon_copy_settlement(mc_recon_t *r);
+static int mc_recon_copy_control(mc_recon_t *r);
+static int mc_recon_copy_deals(mc_recon_t *r);
+static int mc_recon_finish(mc_recon_t *r);
+static int mc_recon_incomplete(mc_recon_t *r, const char *reason);
+static int mc_recon_input_error(mc_recon_t *r, PGresult *res);
+static int mc_recon_outputs(mc_recon_t *r, int64_t run_id,
+    const char *verdict, int unchanged);
+static void mc_recon_rollback(mc_recon_t *r);
+
+
+int
+mc_recon_run(mc_config_t *cfg, const mc_recon_opts_t *o,
+    volatile sig_atomic_t *stop)
+{
+    int          rc;
+    mc_recon_t  *r;
+
+    r = calloc(1, sizeof(mc_recon_t));
+    if (r == NULL) {
+        fprintf(stderr, "mt5credit: reconcile: out of memory\n");
+        return MC_RECON_FAILED;
+    }
+
+    r->cfg = cfg;
+    r->o = o;
+    r->stop = stop;
+    r->alert.command = cfg->alert_command;
+    r->alert.url = cfg->alert_url;
+    r->alert.worker = "mt5credit-reconcile";
+    snprintf(r->grace, sizeof(r->grace), "%d seconds", o->deal_grace);
+
+    rc = MC_RECON_BAD_INPUT;
+
+    if (mc_recon_sha256(o->settlement, r->settlement_sha, r->err,
+                        sizeof(r->err)) != 0
+        || (o->control != NULL
+            && mc_recon_sha256(o->control, r->control_sha, r->err,
+                               sizeof(r->err)) != 0))
+    {
+        goto done;
+    }
+
+    r->conn = PQconnectdb(cfg->recon_database[0] != '\0'
+                          ? cfg->recon_database : cfg->database);
+
+    if (PQstatus(r->conn) != CONNECTION_OK) {
+        snprintf(r->err, sizeof(r->err), "database: %s",
+                 PQerrorMessage(r->conn));
+        rc = MC_RECON_FAILED;
+        goto done;
+    }
+
+    if ((rc = mc_recon_digits(r)) != 0 || (rc = mc_recon_begin(r)) != 0
+        || (rc = mc_recon_copy_settlement(r)) != 0
+        || (rc = mc_recon_copy_control(r)) != 0
+        || (rc = mc_recon_copy_deals(r)) != 0)
+    {
+        goto done;
+    }
+
+    rc = mc_recon_finish(r);
+
+done:
+
+    if (rc == MC_RECON_BAD_INPUT || rc == MC_RECON_FAILED) {
+        if (r->conn != NULL && PQstatus(r->conn) == CONNECTION_OK) {
+            mc_recon_rollback(r);
+        }
+        fprintf(stderr, "mt5credit: reconcile: %s%s\n", r->err,
+                rc == MC_RECON_BAD_INPUT ? " (nothing was written)" : "");
+        mc_log(MC_LOG_ERROR, "reconcile %s %s %s: %s", o->provider, o->day,
+               o->currency, r->err);
+    }
+
+    if (r->conn != NULL) {
+        PQfinish(r->conn);
+    }
+
+    free(r);
+    return rc;
+}
+
+
+/* sha-256 of a whole file, as lower-case hex */
+static int
+mc_recon_sha256(const char *path, char *hex, char *err, size_t errlen)
+{
+    FILE          *f;
+    size_t         n;
+    unsigned int   len, i;
+    unsigned char  buf[65536], md[EVP_MAX_MD_SIZE];
+    EVP_MD_CTX    *ctx;
+
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    ctx = EVP_MD_CTX_new();
+    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        snprintf(err, errlen, "%s: sha-256 unavailable", path);
+        EVP_MD_CTX_free(ctx);
+        fclose(f);
+        return -1;
+    }
+
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        EVP_DigestUpdate(ctx, buf, n);
+    }
+
+    if (ferror(f)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        EVP_MD_CTX_free(ctx);
+        fclose(f);
+        return -1;
+    }
+
+    EVP_DigestFinal_ex(ctx, md, &len);
+    EVP_MD_CTX_free(ctx);
+    fclose(f);
+
+    for (i = 0; i < len; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    }
+
+    return 0;
+}
+
+
+static PGresult *
+mc_recon_exec(mc_recon_t *r, const char *sql, int n,
+    const char *const *params)
+{
+    return PQexecParams(r->conn, sql, n, NULL, params, NULL, NULL, 0);
+}
+
+
+static int
+mc_recon_digits(mc_recon_t *r)
+{
+    PGresult    *res;
+    const char  *params[1] = { r->o->currency };
+
+    res = mc_recon_exec(r, "SELECT minor_digits FROM mt5credit.currency "
+                           "WHERE code = $1", 1, params);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        snprintf(r->err, sizeof(r->err), "database: %s",
+                 PQresultErrorMessage(res));
+        PQclear(res);
+        return MC_RECON_FAILED;
+    }
+
+    if (PQntuples(res) != 1) {
+        snprintf(r->err, sizeof(r->err), "unknown currency \"%s\"",
+                 r->o->currency);
+        PQclear(res);
+        return MC_RECON_BAD_INPUT;
+    }
+
+    r->digits = atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+
+static int
+mc_recon_begin(mc_recon_t *r)
+{
+    PGresult    *res;
+    const char  *params[8];
+
+    res = PQexec(r->conn, "BEGIN");
+    PQclear(res);
+
+    params[0] = r->o->provider;
+    params[1] = r->o->day;
+    params[2] = r->o->time_zone;
+    params[3] = r->o->currency;
+    params[4] = r->o->format_name;
+    params[5] = r->settlement_sha;
+    params[6] = r->o->control != NULL ? r->control_sha : NULL;
+    params[7] = r->grace;
+
+    res = mc_recon_exec(r,
+        "SELECT run_id, extract(epoch FROM window_start)::bigint, "
+        "extract(epoch FROM window_end)::bigint, "
+        "extract(epoch FROM deal_window_end)::bigint "
+        "FROM mt5credit.recon_begin($1, $2, $3, $4, $5, $6, $7, $8)",
+        8, params);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        return mc_recon_input_error(r, res);
+    }
+
+    r->run_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    r->window_start = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    r->window_end = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    r->deal_window_end = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    PQclear(res);
+
+    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %s %s (%s) %s",
+           r->run_id, r->o->provider, r->o->day, r->o->time_zone,
+           r->o->currency);
+    return 0;
+}
+
+
+static int
+mc_recon_copy_settlement(mc_recon_t *r)
+{
+    int                  n;
+    FILE                *f;
+    char                 perr[1024];
+    mc_pgcopy_t         *copy;
+    mc_settle_row_t      row;
+    mc_settle_reader_t  *rd;
+
+    f = fopen(r->o->settlement, "rb");
+    if (f == NULL) {
+        snprintf(r->err, sizeof(r->err), "%s: %s", r->o->settlement,
+                 strerror(errno));
+        return MC_RECON_BAD_INPUT;
+    }
+
+    rd = mc_settle_open(f, r->o->format, r->o->currency, r->digits, perr,
+                        sizeof(perr));
+    if (rd == NULL) {
+        snprintf(r->err, sizeof(r->err), "%s: %s", r->o->settlement, perr);
+        fclose(f);
+        return MC_RECON_BAD_INPUT;
+    }
+
+    copy = malloc(sizeof(mc_pgcopy_t));
+    if (copy == NULL
+        || mc_pgcopy_begin(copy, r->conn,
+               "COPY mt5credit.recon_settlement_in (run_id, line_no, row_id, "
+               "category, provider_key, payment_id, deposit_ref, currency, "
+               "gross_minor, fee_minor, net_minor, created_text, "
+               "created_utc, payout_id) FROM STDIN", perr, sizeof(perr))
+           != 0)
+    {
+        snprintf(r->err, sizeof(r->err), "database: %s",
+                 copy ? perr : "out of memory");
+        free(copy);
+        mc_settle_close(rd);
+        fclose(f);
+        return MC_RECON_FAILED;
+    }
+
+    while ((n = mc_settle_next(rd, &row, perr, sizeof(perr))) == 1) {
+        mc_pgcopy_i64(copy, r->run_id);
+        mc_pgcopy_i64(copy, row.line);
+        mc_pgcopy_text(copy, row.row_id);
+        mc_pgcopy_text(copy, mc_settle_category_name(row.category));
+        mc_pgcopy_text(copy, row.provider_key);
+        mc_pgcopy_text(copy, row.payment_id);
+        mc_pgcopy_text(copy, row.deposit_ref);
+        mc_pgcopy_text(copy, row.currency);
+        mc_pgcopy_i64(copy, row.gross_minor);
+        mc_pgcopy_i64(copy, row.fee_minor);
+        mc_pgcopy_i64(copy, row.net_minor);
+        mc_pgcopy_text(copy, row.created);
+        mc_pgcopy_bool(copy, row.created_utc);
+        mc_pgcopy_text(copy, row.payout_id);
+        mc_pgcopy_row_end(copy);
+    }
+
+    r->settlement_rows = copy->rows;
+    mc_settle_close(rd);
+    fclose(f);
+
+    if (n < 0) {
+        (void) mc_pgcopy_end(copy, perr, r->err, sizeof(r->err));
+        snprintf(r->err, sizeof(r->err), "%s: %s", r->o->settlement, perr);
+        free(copy);
+        return MC_RECON_BAD_INPUT;
+    }
+
+    n = mc_pgcopy_end(copy, NULL, perr, sizeof(perr));
+    free(copy);
+
+    if (n != 0) {
+        snprintf(r->err, sizeof(r->err), "database: %s", perr);
+        return MC_RECON_FAILED;
+    }
+
+    return 0;
+}
+
+
+static int
+mc_recon_copy_control(mc_recon_t *r)
+{
+    int                   n;
+    FILE                 *f;
+    char                  perr[1024];
+    mc_pgcopy_t          *copy;
+    mc_settle_control_t   c;
+    mc_settle_reader_t   *rd;
+
+    if (r->o->control == NULL) {
+        return 0;
+    }
+
+    f = fopen(r->o->control, "rb");
+    if (f == NULL) {
+        snprintf(r->err, sizeof(r->err), "%s: %s", r->o->control,
+                 strerror(errno));
+        return MC_RECON_BAD_INPUT;
+    }
+
+    rd = mc_settle_control_open(f, r->o->currency, r->digits, perr,
+                                sizeof(perr));
+    if (rd == NULL) {
+        snprintf(r->err, sizeof(r->err), "%s: %s", r->o->control, perr);
+        fclose(f);
+        return MC_RECON_BAD_INPUT;
+    }
+
+    copy = malloc(sizeof(mc_pgcopy_t));
+    if (copy == NULL
+        || mc_pgcopy_begin(copy, r->conn,
+               "COPY mt5credit.recon_control_in (run_id, line_no, payout_id, "
+               "currency, amount_minor, row_count) FROM STDIN",
+               perr, sizeof(perr)) != 0)
+    {
+        snprintf(r->err, sizeof(r->err), "database: %s",
+                 copy ? perr : "out of memory");
+        free(copy);
+        mc_settle_close(rd);
+        fclose(f);
+        return MC_RECON_FAILED;
+    }
+
+    while ((n = mc_settle_control_next(rd, &c, perr, sizeof(perr))) == 1) {
+        mc_pgcopy_i64(copy, r->run_id);
+        mc_pgcopy_i64(copy, c.line);
+        mc_pgcopy_text(copy, c.payout_id);
+        mc_pgcopy_text(copy, c.currency);
+        mc_pgcopy_i64(copy, c.amount_minor);
+        if (c.count >= 0) {
+            mc_pgcopy_i64(copy, c.count);
+        } else {
+            mc_pgcopy_null(copy);
+        }
+        mc_pgcopy_row_end(copy);
+    }
+
+    r->control_rows = copy->rows;
+    mc_settle_close(rd);
+    fclose(f);
+
+    if (n < 0) {
+        (void) mc_pgcopy_end(copy, perr, r->err, sizeof(r->err));
+        snprintf(r->err, sizeof(r->err), "%s: %s", r->o->control, perr);
+        free(copy);
+        return MC_RECON_BAD_INPUT;
+    }
+
+    n = mc_pgcopy_end(copy, NULL, perr, sizeof(perr));
+    free(copy);
+
+    if (n != 0) {
+        snprintf(r->err, sizeof(r->err), "database: %s", perr);
+        return MC_RECON_FAILED;
+    }
+
+    return 0;
+}
+
+
+static int
+mc_recon_copy_deals(mc_recon_t *r)
+{
+    int           n;
+    char          perr[1024], why[1200];
+    mc_pgcopy_t  *copy;
+
+    copy = malloc(sizeof(mc_pgcopy_t));
+    if (copy == NULL
+        || mc_pgcopy_begin(copy, r->conn,
+               "COPY mt5credit.recon_deal_in (run_id, mt5_server, "
+               "deal_ticket, mt5_login, amount_minor, currency, comment, "
+               "deal_epoch) FROM STDIN", perr, sizeof(perr)) != 0)
+    {
+        snprintf(r->err, sizeof(r->err), "database: %s",
+                 copy ? perr : "out of memory");
+        free(copy);
+        return MC_RECON_FAILED;
+    }
+
+    if (mc_recon_fetch(r->cfg, copy, r->run_id, r->window_start,
+                       r->deal_window_end, r->stop, &r->fetched, perr,
+                       sizeof(perr)) != 0)
+    {
+        snprintf(why, sizeof(why), "MT5 deals incomplete: %s", perr);
+        (void) mc_pgcopy_end(copy, why, r->err, sizeof(r->err));
+        free(copy);
+        return mc_recon_incomplete(r, why);
+    }
+
+    n = mc_pgcopy_end(copy, NULL, perr, sizeof(perr));
+    free(copy);
+
+    if (n != 0) {
+        snprintf(r->err, sizeof(r->err), "database: %s", perr);
+        return MC_RECON_FAILED;
+    }
+
+    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %" PRIu64 " settlement "
+           "rows, %" PRIu64 " control totals; MT5: %" PRIu64 " servers, %"
+           PRIu64 " groups, %" PRIu64 " logins, %" PRIu64 " deals, %" PRIu64
+           " balance deals in the window", r->run_id, r->settlement_rows,
+           r->control_rows, r->fetched.servers, r->fetched.groups,
+           r->fetched.logins, r->fetched.deals, r->fetched.balance_deals);
+    return 0;
+}
+
+
+static int
+mc_recon_finish(mc_recon_t *r)
+{
+    int64_t      prev;
+    PGresult    *res;
+    char         run[24], verdict[64];
+    const char  *params[1] = { run };
+
+    snprintf(run, sizeof(run), "%" PRId64, r->run_id);
+
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_load($1)", 1, params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        return mc_recon_input_error(r, res);
+    }
+
+    if (!PQgetisnull(res, 0, 0)) {
+        char  why[1024];
+
+        snprintf(why, sizeof(why), "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+        return mc_recon_incomplete(r, why);
+    }
+    PQclear(res);
+
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_match($1)", 1, params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        return mc_recon_input_error(r, res);
+    }
+    snprintf(verdict, sizeof(verdict), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+
+    /* the same inputs as the day's last run: that run stands */
+    if (strncmp(verdict, "unchanged:", 10) == 0) {
+        mc_recon_rollback(r);
+        prev = strtoll(verdict + 10, NULL, 10);
+
+        res = PQexecParams(r->conn, "SELECT verdict FROM mt5credit.recon_run "
+                           "WHERE id = $1", 1, NULL,
+                           (const char *[]) { verdict + 10 }, NULL, NULL, 0);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+            snprintf(r->err, sizeof(r->err), "database: %s",
+                     PQresultErrorMessage(res));
+            PQclear(res);
+            return MC_RECON_FAILED;
+        }
+        snprintf(verdict, sizeof(verdict), "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+
+        return mc_recon_outputs(r, prev, verdict, 1);
+    }
+
+    res = PQexec(r->conn, "COMMIT");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        snprintf(r->err, sizeof(r->err), "database: COMMIT: %s",
+                 PQresultErrorMessage(res));
+        PQclear(res);
+        return MC_RECON_FAILED;
+    }
+    PQclear(res);
+
+    return mc_recon_outputs(r, r->run_id, verdict, 0);
+}
+
+
+/*
+ * The inputs are rolled back; the run is recorded with its reason only,
+ * so a person sees the day was tried and why it could not be finished.
+ */
+static int
+mc_recon_incomplete(mc_recon_t *r, const char *reason)
+{
+    PGresult    *res;
+    const char  *params[9];
+    char         run[24];
+
+    mc_recon_rollback(r);
+
+    params[0] = r->o->provider;
+    params[1] = r->o->day;
+    params[2] = r->o->time_zone;
+    params[3] = r->o->currency;
+    params[4] = r->o->format_name;
+    params[5] = r->settlement_sha;
+    params[6] = r->o->control != NULL ? r->control_sha : NULL;
+    params[7] = r->grace;
+    params[8] = reason;
+
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_incomplete($1, $2, $3, "
+                           "$4, $5, $6, $7, $8, $9)", 9, params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        snprintf(r->err, sizeof(r->err), "%s; and recording the run "
+                 "failed: %s", reason, PQresultErrorMessage(res));
+        PQclear(res);
+        return MC_RECON_FAILED;
+    }
+
+    snprintf(run, sizeof(run), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+
+    printf("run %s: incomplete (%s %s %s %s)\n  reason: %s\n",
+           run, r->o->provider, r->o->day, r->o->time_zone, r->o->currency,
+           reason);
+    fflush(stdout);
+
+    fprintf(stderr, "mt5credit: reconcile: run %s incomplete: %s\n", run,
+            reason);
+    mc_alert(&r->alert, "recon_incomplete", 0, "reconciliation %s %s %s "
+             "(run %s) is incomplete: %s", r->o->provider, r->o->day,
+             r->o->currency, run, reason);
+
+    return MC_RECON_INCOMPLETE;
+}
+
+
+/* an error the database found in the inputs (MC03x), or a failure */
+static int
+mc_recon_input_error(mc_recon_t *r, PGresult *res)
+{
+    const char  *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    const char  *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    int          input = state != NULL && strncmp(state, "MC03", 4) == 0;
+
+    snprintf(r->err, sizeof(r->err), "%s%s",
+             input ? "" : "database: ",
+             msg != NULL ? msg : PQresultErrorMessage(res));
+    PQclear(res);
+
+    return input ? MC_RECON_BAD_INPUT : MC_RECON_FAILED;
+}
+
+
+static int
+mc_recon_outputs(mc_recon_t *r, int64_t run_id, const char *verdict,
+    int unchanged)
+{
+    int          i, rc;
+    PGresult    *res;
+    char         run[24], csv[1024], html[1024], perr[1024];
+    const char  *params[1] = { run };
+
+    snprintf(run, sizeof(run), "%" PRId64, run_id);
+
+    if (unchanged) {
+        printf("run %s: %s (%s %s %s %s); the inputs are those of run %s: "
+               "nothing new written\n", run, verdict, r->o->provider,
+               r->o->day, r->o->time_zone, r->o->currency, run);
+    } else {
+        printf("run %s: %s (%s %s %s %s)\n", run, verdict, r->o->provider,
+               r->o->day, r->o->time_zone, r->o->currency);
+    }
+
+    res = mc_recon_exec(r, "SELECT dimension, name, n "
+                           "FROM mt5credit.recon_count WHERE run_id = $1 "
+                           "ORDER BY dimension = 'summary' DESC, dimension, "
+                           "name", 1, params);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+        for (i = 0; i < PQntuples(res); i++) {
+            printf("  %-10s %-24s %s\n", PQgetvalue(res, i, 0),
+                   PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+        }
+    }
+    PQclear(res);
+
+    rc = strcmp(verdict, "breaks") == 0 ? MC_RECON_BREAKS : MC_RECON_OK;
+
+    if (mc_recon_report(r->conn, run_id, r->o->out_dir, csv, html,
+                        sizeof(csv), perr, sizeof(perr)) != 0)
+    {
+        fprintf(stderr, "mt5credit: reconcile: run %s: report: %s\n", run,
+                perr);
+        rc = MC_RECON_FAILED;
+
+    } else {
+        printf("  report: %s\n  report: %s\n", csv, html);
+    }
+
+    fflush(stdout);
+
+    if (!unchanged && strcmp(verdict, "breaks") == 0) {
+        mc_alert(&r->alert, "recon_breaks", 0, "reconciliation %s %s %s "
+                 "(run %s): differences found, cases opened",
+                 r->o->provider, r->o->day, r->o->currency, run);
+    }
+
+    return rc;
+}
+
+
+static void
+mc_recon_rollback(mc_recon_t *r)
+{
+    PGresult  *res;
+
+    res = PQexec(r->conn, "ROLLBACK");
+    PQclear(res);
+}

@@ -1,0 +1,46 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * MT5's side of reconciliation: every balance deal of the configured
+ * groups of every configured MT5 server in a window, fetched in full
+ * (user/logins per group, then each login's deals through get_total and
+ * get_page, the count checked) and streamed into the run's COPY.
+ *
+ * Complete or nothing: a server that does not answer, a page that comes
+ * back short, a deal of another login, an amount not exact in the group's
+ * currency digits all fail the fetch with the reason.  No answer is never
+ * read as "no deals".
+ */
+
+#ifndef MC_RECON_FETCH_H
+#define MC_RECON_FETCH_H
+
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc_config.h"
+#include "mc_pgcopy.h"
+
+
+typedef struct {
+    uint64_t  servers;
+    uint64_t  groups;
+    uint64_t  logins;
+    uint64_t  deals;            /* every deal listed */
+    uint64_t  balance_deals;    /* kept: balance deals in the window */
+} mc_recon_fetch_stats_t;
+
+
+/*
+ * [from_utc, to_utc) in UTC seconds; each server's own clock offset is
+ * read from it.  Rows: run_id, server, ticket, login, amount (minor,
+ * signed), currency, comment, UTC seconds.  0, or -1 with the reason.
+ */
+int mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
+    int64_t from_utc, int64_t to_utc, volatile sig_atomic_t *stop,
+    mc_recon_fetch_stats_t *st, char *err, size_t errlen);
+
+
+#endif /* MC_RECON_FETCH_H */
