@@ -531,8 +531,12 @@ mc_rr_query(mc_rr_t *rr, const char *what, const char *sql, int nparams)
         return res;
     }
 
-    /* libpq's messages end in a newline, which an error line does not */
-    msg = res != NULL ? PQresultErrorMessage(res) : PQerrorMessage(rr->conn);
+    /* one line: the primary message, without libpq's "LINE 1: ..." */
+    msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
+                      : NULL;
+    if (msg == NULL) {
+        msg = PQerrorMessage(rr->conn);
+    }
     len = strlen(msg);
     while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r')) {
         len--;
@@ -1037,7 +1041,7 @@ mc_rr_items(mc_rr_t *rr)
     char         why[256];
     PGcancel    *cancel;
     PGresult    *res;
-    const char  *params[1];
+    const char  *params[1], *why_db;
 
     params[0] = rr->id;
 
@@ -1080,8 +1084,10 @@ mc_rr_items(mc_rr_t *rr)
 
         default:
             if (rc == 0) {
+                why_db = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
                 mc_rr_error(rr, "run %s: reading the items: %s", rr->id,
-                            PQresultErrorMessage(res));
+                            why_db != NULL ? why_db
+                                           : PQerrorMessage(rr->conn));
                 rc = -1;
             }
             break;

@@ -275,4 +275,15 @@ WHERE n.nspname = 'mt5credit'
 SQL
 is($public, 0, 'no SECURITY DEFINER function is executable by PUBLIC');
 
+# deposit 1,000,000 must not get the reference of deposit 100,000
+is(join(' ', map { $_->[0] } @{ $sb->psql(
+       "INSERT INTO mt5credit.deposit (id, client_id, idempotency_key, "
+       . "provider, mt5_server, mt5_login, amount_minor, currency, "
+       . "account_currency, credit_amount_minor) OVERRIDING SYSTEM VALUE "
+       . "VALUES (100000, 'alice', 'million-1', 'stripe', 'live1', 1001, "
+       . "100, 'USD', 'USD', 100), (1000000, 'alice', 'million-2', "
+       . "'stripe', 'live1', 1001, 100, 'USD', 'USD', 100) "
+       . "RETURNING reference") }),
+   'dep_100000 dep_1000000', 'deposit references stay unique past a million');
+
 done_testing;

@@ -7,7 +7,9 @@
 # (genuine, duplicated, a second event type for the same payment, forged,
 # stale, one whose amount disagrees) sent to the edge; what was stored and
 # refused, and why; then the worker turning each credit into exactly one
-# MT5 balance deal, and a refund into one debit.
+# MT5 balance deal, and a refund into one debit; the day's reconciliation
+# against Stripe's settlement file, with its CSV and HTML report, and the
+# cases it opened as a person at the case desk sees them.
 #
 #   make demo                 (installs packages, builds, runs this)
 #   MT5CREDIT_KEEP=1 make demo   keeps the temp dir to look around
@@ -15,10 +17,13 @@
 use strict;
 use warnings;
 
-use lib 't/lib';
+use POSIX ();
+
+use lib "t/lib";
 use Mt5Credit::Sandbox;
 use Mt5Credit::Mt5Sim;
 use Mt5Credit::Worker;
+use Mt5Credit::Settlement;
 use Mt5Credit::Provider qw(stripe_event stripe_headers standard_event
                            standard_headers);
 
@@ -177,8 +182,14 @@ $sim->add_account(login => 50001, group => 'real\\usd', balance => '0.00',
 $sim->add_account(login => 50002, group => 'real\\eur', balance => '0.00',
                   credit => '0.00', rights => 1);
 print "  simulator ", $sim->url, " (CA ", $sim->ca_file, ")\n";
+my $report_dir = ($ENV{TMPDIR} || '/tmp') . '/mt5credit-demo-report';
+mkdir $report_dir;
 my $conf = Mt5Credit::Worker::config($sb, 'demo-worker',
-                                     servers => [ [ 'demo-live', $sim ] ]);
+    servers => [ [ 'demo-live', $sim,
+                   recon_groups => 'real\\usd, real\\eur' ] ],
+    recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
+                      . ' dbname=mt5credit user=recon"',
+    recon_out => $report_dir);
 Mt5Credit::Worker::start($sb, 'demo-worker', $conf);
 Mt5Credit::Worker::wait_for(sub {
     $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
@@ -210,6 +221,38 @@ print "  MT5 balances: ", join(', ', map { "$_->{login} $_->{balance}" }
 print "  history of dep:1: ", join(' ', map { "$_->[0]>$_->[1]" } @{ $sb->psql(
     "SELECT coalesce(from_status, '-'), to_status FROM "
     . "mt5credit.credit_history WHERE credit_id = 1 ORDER BY id") }), "\n";
+
+say_step('the day closes: reconciliation of Stripe USD, today (UTC)');
+# Stripe's settlement for the day: the payment, its refund (named by the
+# refund's own id, paired by payment and amount), and a payment whose
+# webhook never reached us; a dealer's manual bonus sits in MT5
+$sim->manual_deal(login => 50001, amount => '25.00', comment => 'bonus');
+my @day = (
+    { id => 'txn_demo_1', category => 'charge', pi => 'pi_demo_1',
+      source => 'ch_demo_1', gross => 50000, fee => 1480 },
+    { id => 'txn_demo_2', category => 'refund', pi => 'pi_demo_1',
+      source => 're_demo_1', gross => -50000 },
+    { id => 'txn_demo_3', category => 'charge', pi => 'pi_demo_lost',
+      source => 'ch_demo_lost', gross => 7500, fee => 248,
+      deposit => 'dep_000404' },
+);
+my $settlement = $sb->write_file('stripe-settlement.csv',
+    Mt5Credit::Settlement::stripe_csv(\@day));
+my $control = $sb->write_file('stripe-payouts.csv',
+    Mt5Credit::Settlement::control_csv(\@day));
+my $today = POSIX::strftime('%Y-%m-%d', gmtime);
+my ($recon_rc, $recon) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
+    '--provider', 'stripe', '--day', $today, '--tz', 'UTC',
+    '--currency', 'USD', '--format', 'stripe', '--settlement', $settlement,
+    '--control', $control);
+print map { "  $_\n" } grep { !/ INFO / } split /\n/, $recon;
+print "  (exit $recon_rc: 1 means differences were found and are cases)\n";
+
+say_step('the case desk: what a person sees (mt5credit cases list)');
+my ($cases_rc, $cases) = Mt5Credit::Worker::run($sb, 'cases', '--database',
+    'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=ops_alice',
+    'list');
+print map { "  $_\n" } split /\n/, $cases;
 
 say_step('mt5credit status');
 my ($rc, $status) = Mt5Credit::Worker::run($sb, 'status', '-c', $conf);

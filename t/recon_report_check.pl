@@ -13,6 +13,8 @@
 #   t/run-as-tester perl t/recon_report_check.pl
 #   MT5CREDIT_KEEP=1 t/run-as-tester perl t/recon_report_check.pl
 #       keeps the temp dir: the reports are in <dir>/reports
+#   VALGRIND=1 t/run-as-tester perl t/recon_report_check.pl
+#       runs the driver under valgrind (its findings on stderr)
 
 use strict;
 use warnings;
@@ -43,13 +45,15 @@ print $c <<'C';
 #include "mc_recon_report.h"
 
 /* driver conninfo dir run...: one line per run, "ok id csv html" or
-   "error id: why"; every run on the one connection */
+   "error id: why"; every run on the one connection.  With IN_TX set, all
+   inside one transaction of the caller's, which must stay usable. */
 int
 main(int argc, char **argv)
 {
-    int      i, rc;
-    char     csv[4096], html[4096], err[1024];
-    PGconn  *conn;
+    int        i, rc, in_tx;
+    char       csv[4096], html[4096], err[1024];
+    PGconn    *conn;
+    PGresult  *res;
 
     if (argc < 4) {
         fprintf(stderr, "usage: %s conninfo dir run...\n", argv[0]);
@@ -63,6 +67,11 @@ main(int argc, char **argv)
     }
 
     rc = 0;
+    in_tx = getenv("IN_TX") != NULL;
+
+    if (in_tx) {
+        PQclear(PQexec(conn, "BEGIN"));
+    }
 
     for (i = 3; i < argc; i++) {
         if (mc_recon_report(conn, strtoll(argv[i], NULL, 10), argv[2], csv,
@@ -73,6 +82,24 @@ main(int argc, char **argv)
         } else {
             printf("ok %s %s %s\n", argv[i], csv, html);
         }
+
+        res = PQexec(conn, "SELECT 1");
+        printf("%s %s\n", PQresultStatus(res) == PGRES_TUPLES_OK
+                          ? "usable" : "broken", argv[i]);
+        PQclear(res);
+
+        if (PQtransactionStatus(conn) != (in_tx ? PQTRANS_INTRANS
+                                                : PQTRANS_IDLE))
+        {
+            printf("broken %s: transaction status\n", argv[i]);
+        }
+    }
+
+    if (in_tx) {
+        res = PQexec(conn, "COMMIT");
+        printf("%s\n", PQresultStatus(res) == PGRES_COMMAND_OK
+                       ? "committed" : "not committed");
+        PQclear(res);
     }
 
     PQfinish(conn);
@@ -80,6 +107,10 @@ main(int argc, char **argv)
 }
 C
 close $c;
+
+# VALGRIND=1: every driver run under valgrind; its findings go to stderr
+my $under = $ENV{VALGRIND}
+    ? 'valgrind -q --leak-check=full --show-leak-kinds=definite,indirect ' : '';
 
 my $cc = "cc -std=gnu99 -O2 -g -Wall -Wextra -Werror -Wshadow "
        . "-Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes "
@@ -269,11 +300,36 @@ finish_run($f, 'breaks');
 
 my $conninfo = "host=127.0.0.1 port=" . $sb->pg_port
              . " dbname=mt5credit user=reporter";
+my @runs = ($ra, $rb, $cr, $d, $e, $f, 999999, $ra);
 my %ran;
-for my $line (`$driver '$conninfo' $out $ra $rb $cr $d $e $f 999999 $ra`) {
+my @lines = `$under$driver '$conninfo' $out @runs`;
+for my $line (@lines) {
     chomp $line;
     $ran{$1} = $2 if $line =~ /^ok (\d+) (.*)/;
     $ran{$1} = "error: $2" if $line =~ /^error (\d+): (.*)/;
+}
+is(scalar(grep { /^usable/ } @lines), scalar @runs,
+   'the connection is idle and usable after every report, failed or not');
+
+{
+    my $tx_out = "$dir/reports-tx";
+    mkdir $tx_out or die $!;
+    my @tx = `IN_TX=1 $under$driver '$conninfo' $tx_out $e $ra $f $rb`;
+    is(join('', grep { /^(?:usable|broken|committed|not)/ } @tx),
+       "usable $e\nusable $ra\nusable $f\nusable $rb\ncommitted\n",
+       'inside a transaction of the caller\'s, which a failure does not '
+       . 'break') or diag(@tx);
+    ok(-s "$tx_out/recon-stripe-2024-03-10-USD-run$ra.html",
+       'and the report is written there too');
+
+    # an error of the database's own, inside the caller's transaction
+    $sb->psql('CREATE ROLE stranger LOGIN');
+    (my $stranger = $conninfo) =~ s/user=reporter/user=stranger/;
+    my @denied = `IN_TX=1 $under$driver '$stranger' $tx_out $ra`;
+    like($denied[0], qr/^error $ra: run $ra: reading the run: permission denied for schema mt5credit$/,
+         'a role without the grants gets the database\'s reason');
+    is(join('', @denied[1 .. $#denied]), "usable $ra\ncommitted\n",
+       'and its transaction goes on');
 }
 
 my $base = "recon-stripe-2024-03-10-USD-run$ra";

@@ -1,0 +1,231 @@
+#!/usr/bin/perl
+#
+# make bench (reconciliation part): one day with a million rows on each
+# side, a few thousand of them planted mismatches; wall time and peak
+# memory of `mt5credit reconcile`, and of the PostgreSQL backend serving
+# it.  Target: <= 60 s and <= 256 MB on the 2-core box.
+#
+#   settlement  N Stripe charge rows (+ the lost webhooks), 24 payouts
+#   credits     N done deposit credits, bulk-loaded (no triggers: the
+#               history is not what is measured)
+#   deals       N balance deals in the simulator's journal, over L logins,
+#               server time UTC+2, fetched with get_total + get_page
+#   planted     lost webhooks, deal amount off, credit without deal,
+#               unknown reference, duplicate deal, deal without reference
+#
+#   BENCH_RECON_ROWS=1000000 BENCH_RECON_LOGINS=2000 make bench
+
+use strict;
+use warnings;
+
+use POSIX qw(strftime);
+use Time::HiRes qw(time sleep);
+
+use lib 't/lib';
+use Mt5Credit::Sandbox;
+use Mt5Credit::Mt5Sim;
+use Mt5Credit::Worker;
+
+$| = 1;
+
+my $N = $ENV{BENCH_RECON_ROWS} || 1_000_000;
+my $L = $ENV{BENCH_RECON_LOGINS} || 2000;
+my %PLANT = (lost => 1000, amount => 1000, nodeal => 500, unknown => 500,
+             duplicate => 500, noref => 500);
+my $OFFSET = 120 * 60;              # the simulator's server time, UTC+2
+
+my $sb = Mt5Credit::Sandbox->new;
+$sb->start_postgres;
+my $dir = $sb->dir;
+
+# yesterday, UTC: the whole day is in the past
+my $ws = int(time / 86400) * 86400 - 86400;
+my $day = strftime('%Y-%m-%d', gmtime $ws);
+my $step = 86000 / $N;
+
+sub amount { 1000 + ($_[0] % 97) * 100 }
+sub login  { 80000 + $_[0] % $L }
+sub at     { $ws + 10 + int($_[0] * $step) }
+
+my %nodeal = map { ($_ * 997) % $N + 1 => 1 } 1 .. $PLANT{nodeal};
+my %off = map { ($_ * 991 + 7) % $N + 1 => 1 } 1 .. $PLANT{amount};
+my %dup = map { ($_ * 983 + 13) % $N + 1 => 1 } 1 .. $PLANT{duplicate};
+# what must be found, kind by kind (a credit hit twice counts once)
+my %expect = (
+    settled_not_credited   => $PLANT{lost},
+    credit_without_deal    => scalar(keys %nodeal),
+    deal_duplicate         => scalar(grep { !$nodeal{$_} } keys %dup),
+    amount_mismatch        => scalar(grep { !$nodeal{$_} && !$dup{$_} }
+                                     keys %off),
+    deal_unknown_reference => $PLANT{unknown},
+    deal_without_reference => $PLANT{noref},
+);
+my $planted = 0;
+$planted += $_ for values %expect;
+
+printf "reconciliation benchmark: %d rows a side, %d logins, %d planted "
+     . "mismatches, day %s\n", $N, $L, $planted, $day;
+
+# --- the database: N done credits ----------------------------------------
+
+my $t0 = time;
+$sb->psql(<<"SQL");
+SET session_replication_role = replica;
+INSERT INTO mt5credit.client_account (client_id, mt5_server, mt5_login,
+                                      currency)
+SELECT 'bench', 'live1', 80000 + g, 'USD' FROM generate_series(0, $L - 1) g;
+
+INSERT INTO mt5credit.deposit (id, client_id, idempotency_key, provider,
+    mt5_server, mt5_login, amount_minor, currency, account_currency,
+    credit_amount_minor, status, created_at, updated_at)
+OVERRIDING SYSTEM VALUE
+SELECT i, 'bench', 'bench-key-' || i, 'stripe', 'live1', 80000 + i % $L,
+       1000 + (i % 97) * 100, 'USD', 'USD', 1000 + (i % 97) * 100,
+       'succeeded', to_timestamp($ws + 10 + floor(i * $step)),
+       to_timestamp($ws + 10 + floor(i * $step))
+FROM generate_series(1, $N) i;
+
+INSERT INTO mt5credit.mt5_credit (id, kind, direction, deposit_id, provider,
+    provider_payment_id, mt5_server, mt5_login, amount_minor, currency,
+    paid_amount_minor, paid_currency, status, mt5_deal_ticket, attempts,
+    created_at, updated_at)
+OVERRIDING SYSTEM VALUE
+SELECT i, 'deposit', 'credit', i, 'stripe', 'pi_bench_' || i, 'live1',
+       80000 + i % $L, 1000 + (i % 97) * 100, 'USD', 1000 + (i % 97) * 100,
+       'USD', 'done', 1000000 + i, 1,
+       to_timestamp($ws + 10 + floor(i * $step)),
+       to_timestamp($ws + 10 + floor(i * $step))
+FROM generate_series(1, $N) i;
+ANALYZE mt5credit.mt5_credit;
+ANALYZE mt5credit.deposit;
+SQL
+printf "  loaded %d credits in %.1f s\n", $N, time - $t0;
+
+# --- the simulator: N deals in its journal --------------------------------
+
+$t0 = time;
+my $sim = Mt5Credit::Mt5Sim->new($sb, fsync => 0, start => 0, config => {
+    accounts => [ map { { login => 80000 + $_, group => 'real\\usd',
+                          balance => '0.00' } } 0 .. $L - 1 ],
+});
+my $ticket = 1000000;
+open my $j, '>', $sim->state_dir . '/journal.jsonl' or die $!;
+sub deal {
+    my ($login, $minor, $comment, $t) = @_;
+    $ticket++;
+    print $j qq({"op":"deal","ticket":$ticket,"login":$login,"dealer":)
+        . Mt5Credit::Mt5Sim::manager()
+        . qq(,"action":2,"digits":2,"amount":) . ($minor * 1000000)
+        . qq(,"time_msc":) . (($t + $OFFSET) * 1000)
+        . qq(,"comment":"$comment"}\n);
+}
+for my $i (1 .. $N) {
+    unless ($nodeal{$i}) {
+        deal(login($i), amount($i) + ($off{$i} ? 1 : 0), "dep:$i",
+             at($i) + 2);
+        deal(login($i), amount($i), "dep:$i", at($i) + 3) if $dup{$i};
+    }
+    if ($i % int($N / $PLANT{unknown}) == 0) {
+        deal(login($i), 5000, 'dep:' . (10_000_000 + $i), at($i) + 4);
+    }
+    if ($i % int($N / $PLANT{noref}) == 1) {
+        deal(login($i), 2500, 'bonus', at($i) + 5);
+    }
+}
+close $j;
+$sim->start;
+printf "  simulator replayed %d deals in %.1f s\n", $ticket - 1000000,
+    time - $t0;
+
+# --- the settlement file and its control totals --------------------------
+
+$t0 = time;
+my $csv = "$dir/settlement.csv";
+my %payout;
+open my $f, '>', $csv or die $!;
+print $f "balance_transaction_id,created_utc,currency,gross,fee,net,"
+       . "reporting_category,source_id,payment_intent_id,"
+       . "automatic_payout_id,payment_metadata[deposit_id]\n";
+sub settle {
+    my ($id, $pi, $minor, $t) = @_;
+    my $fee = int($minor * 29 / 1000) + 30;
+    my $po = 'po_bench_' . int(($t - $ws) / 3600);
+    $payout{$po} += $minor - $fee;
+    printf $f "txn_%s,%s,usd,%d.%02d,%d.%02d,%d.%02d,charge,ch_%s,%s,%s,\n",
+        $id, strftime('%Y-%m-%d %H:%M:%S', gmtime $t),
+        $minor / 100, $minor % 100, $fee / 100, $fee % 100,
+        ($minor - $fee) / 100, ($minor - $fee) % 100, $id, $pi, $po;
+}
+settle($_, "pi_bench_$_", amount($_), at($_)) for 1 .. $N;
+settle("lost$_", "pi_lost_$_", 4200, $ws + 100 + $_) for 1 .. $PLANT{lost};
+close $f;
+my $control = $sb->write_file('control.csv', "payout_id,currency,amount\n"
+    . join('', map { sprintf "%s,usd,%d.%02d\n", $_, $payout{$_} / 100,
+                             $payout{$_} % 100 } sort keys %payout));
+printf "  settlement file: %.0f MB in %.1f s\n", (-s $csv) / 1e6, time - $t0;
+
+# --- the run ---------------------------------------------------------------
+
+my $conf = Mt5Credit::Worker::config($sb, 'recon',
+    servers => [ [ 'live1', $sim, recon_groups => 'real\\usd' ] ],
+    recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
+        . ' dbname=mt5credit user=recon application_name=recon-bench"',
+    recon_out => $dir, call_timeout => 60, lease => 200);
+
+my ($backend_hwm, $client_hwm) = (0, 0);
+$t0 = time;
+my $pid = fork // die;
+if (!$pid) {
+    open STDOUT, '>', "$dir/recon.out";
+    open STDERR, '>&', \*STDOUT;
+    exec $Mt5Credit::Worker::BIN, 'reconcile', '-c', $conf, '--provider',
+        'stripe', '--day', $day, '--tz', 'UTC', '--currency', 'USD',
+        '--format', 'stripe', '--settlement', $csv, '--control', $control;
+    exit 127;
+}
+
+sub hwm {
+    my ($p) = @_;
+    open my $s, '<', "/proc/$p/status" or return 0;
+    while (<$s>) { return $1 * 1024 if /^VmHWM:\s+(\d+) kB/ }
+    return 0;
+}
+
+my $backend;
+while (waitpid($pid, POSIX::WNOHANG()) == 0) {
+    my $h = hwm($pid);
+    $client_hwm = $h if $h > $client_hwm;
+    $backend //= $sb->sql1("SELECT pid FROM pg_stat_activity "
+                           . "WHERE application_name = 'recon-bench'");
+    if ($backend) {
+        $h = hwm($backend);
+        $backend_hwm = $h if $h > $backend_hwm;
+    }
+    sleep 0.2;
+}
+my $rc = $? >> 8;
+my $wall = time - $t0;
+
+open my $o, '<', "$dir/recon.out" or die $!;
+my $out = do { local $/; <$o> };
+print $out =~ s/^/    /mgr if $rc != 1;
+die "reconcile exited $rc (expected 1: breaks)\n" if $rc != 1;
+
+my ($run) = $out =~ /^run (\d+):/m;
+my %kinds = map { $_->[0] => $_->[1] } @{ $sb->psql(
+    "SELECT kind, count(*) FROM mt5credit.recon_item WHERE run_id = $run "
+    . "GROUP BY kind ORDER BY kind") };
+my $found = 0;
+$found += $_ for values %kinds;
+
+printf "  reconcile: %.1f s wall (target <= 60 s)\n", $wall;
+printf "  peak memory: mt5credit %.0f MB, its PostgreSQL backend %.0f MB "
+     . "(target <= 256 MB)\n", $client_hwm / 1048576, $backend_hwm / 1048576;
+print "  $1\n" while $out =~ /(INFO reconcile run \d+: \d+ settlement.*)$/mg;
+printf "  mismatches found %d of %d planted: %s\n", $found, $planted,
+    join(', ', map { "$_ $kinds{$_}" } sort keys %kinds);
+for my $k (sort keys %expect) {
+    die "$k: found " . ($kinds{$k} // 0) . ", planted $expect{$k}\n"
+        if ($kinds{$k} // 0) != $expect{$k};
+}
+die "found $found mismatches, planted $planted\n" if $found != $planted;
