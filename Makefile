@@ -4,7 +4,8 @@
 #   make             build the nginx module and the batch programs
 #   make demo        deps + build, then run the main job end to end
 #   make test        deps + build, then every test (what .ci/run runs)
-#   make bench       the edge against pgbench, the worker against its bound
+#   make bench       the edge against pgbench, the worker against its bound,
+#                    reconciliation of a million rows a side
 #                    (prints figures; not a test)
 #   make static      build nginx from an upstream tree with the module
 #                    compiled in: make static NGINX_SRC=/path/to/nginx-x.y.z
@@ -214,6 +215,7 @@ check-upstream: deps
 bench: deps all
 	t/run-as-tester perl t/bench/edge_bench.pl
 	t/run-as-tester perl t/bench/worker_bench.pl
+	t/run-as-tester perl t/bench/recon_bench.pl
 
 clean:
 	rm -rf $(BUILD)

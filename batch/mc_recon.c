@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 #include <openssl/evp.h>
@@ -47,6 +48,7 @@ typedef struct {
     int64_t                   window_start, window_end, deal_window_end;
     mc_recon_fetch_stats_t    fetched;
     uint64_t                  settlement_rows, control_rows;
+    double                    started;       /* of the current phase */
     char                      err[2048];
 } mc_recon_t;
 
@@ -66,6 +68,8 @@ static int mc_recon_input_error(mc_recon_t *r, PGresult *res);
 static int mc_recon_outputs(mc_recon_t *r, int64_t run_id,
     const char *verdict, int unchanged);
 static void mc_recon_rollback(mc_recon_t *r);
+static double mc_recon_now(void);
+static void mc_recon_phase(mc_recon_t *r, const char *what);
 
 
 int
@@ -109,6 +113,8 @@ mc_recon_run(mc_config_t *cfg, const mc_recon_opts_t *o,
         rc = MC_RECON_FAILED;
         goto done;
     }
+
+    r->started = mc_recon_now();
 
     if ((rc = mc_recon_digits(r)) != 0 || (rc = mc_recon_begin(r)) != 0
         || (rc = mc_recon_copy_settlement(r)) != 0
@@ -346,6 +352,7 @@ mc_recon_copy_settlement(mc_recon_t *r)
         return MC_RECON_FAILED;
     }
 
+    mc_recon_phase(r, "settlement file parsed and copied");
     return 0;
 }
 
@@ -469,6 +476,8 @@ mc_recon_copy_deals(mc_recon_t *r)
         return MC_RECON_FAILED;
     }
 
+    mc_recon_phase(r, "MT5 deals fetched and copied");
+
     mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %" PRIu64 " settlement "
            "rows, %" PRIu64 " control totals; MT5: %" PRIu64 " servers, %"
            PRIu64 " groups, %" PRIu64 " logins, %" PRIu64 " deals, %" PRIu64
@@ -502,6 +511,7 @@ mc_recon_finish(mc_recon_t *r)
         return mc_recon_incomplete(r, why);
     }
     PQclear(res);
+    mc_recon_phase(r, "inputs checked and loaded");
 
     res = mc_recon_exec(r, "SELECT mt5credit.recon_match($1)", 1, params);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -509,6 +519,7 @@ mc_recon_finish(mc_recon_t *r)
     }
     snprintf(verdict, sizeof(verdict), "%s", PQgetvalue(res, 0, 0));
     PQclear(res);
+    mc_recon_phase(r, "matched, cases opened");
 
     /* the same inputs as the day's last run: that run stands */
     if (strncmp(verdict, "unchanged:", 10) == 0) {
@@ -674,4 +685,26 @@ mc_recon_rollback(mc_recon_t *r)
 
     res = PQexec(r->conn, "ROLLBACK");
     PQclear(res);
+}
+
+
+static double
+mc_recon_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+
+/* where a run's time goes, for the operator and the benchmark */
+static void
+mc_recon_phase(mc_recon_t *r, const char *what)
+{
+    double  now = mc_recon_now();
+
+    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %s in %.1f s",
+           r->run_id, what, now - r->started);
+    r->started = now;
 }

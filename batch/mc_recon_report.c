@@ -163,8 +163,7 @@ typedef struct {
 
 typedef struct {
     PGconn            *conn;
-    int64_t            run_id;
-    char               id[24];          /* run_id as a query parameter */
+    char               id[24];          /* the run id, as text: $1 */
     PGresult          *run;             /* MC_RR_RUN_SQL's row */
     PGresult          *counts;          /* MC_RR_COUNTS_SQL */
     mc_rr_currency_t  *currencies;
@@ -314,7 +313,6 @@ mc_recon_report(PGconn *conn, int64_t run_id, const char *dir,
 
     memset(&rr, 0, sizeof(mc_rr_t));
     rr.conn = conn;
-    rr.run_id = run_id;
     rr.err = err;
     rr.errlen = errlen;
     snprintf(rr.id, sizeof(rr.id), "%" PRId64, run_id);
@@ -2044,7 +2042,9 @@ mc_rr_esc(FILE *f, const char *s)
  * & < > " ' as references, and what HTML may not carry at all (controls
  * other than tab, LF and CR, C1 controls, noncharacters, broken UTF-8)
  * as U+FFFD, so that nothing from outside can end an attribute, open a
- * tag, or make the document invalid.
+ * tag, or make the document invalid.  Bidi embeddings, overrides and
+ * isolates become U+FFFD too: a deal comment must not turn "dep:123"
+ * around on screen.  The CSV keeps every byte as it was.
  */
 
 static void
@@ -2125,7 +2125,9 @@ mc_rr_escn(FILE *f, const char *s, size_t len)
         if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000)
             || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)
             || cp <= 0x9f
-            || (cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe)
+            || (cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe
+            || (cp >= 0x202a && cp <= 0x202e)
+            || (cp >= 0x2066 && cp <= 0x2069))
         {
             fputs(MC_RR_REPLACEMENT, f);
             continue;

@@ -74,8 +74,14 @@ CREATE INDEX recon_run_day_idx
 -- What the provider settled, one row per settlement line, normalized by
 -- the importer (batch/mc_settle.c).  Amounts in minor units of the run's
 -- currency, signed as the provider has them.
+--
+-- The bulk tables below (a million rows a day) carry no per-row foreign
+-- keys: PostgreSQL checks those one row at a time, which is most of the
+-- cost of a load.  recon_load() is the only writer; it takes run_id from
+-- the run it checked and refuses an unknown currency for the whole set
+-- in one statement.
 CREATE TABLE mt5credit.recon_settlement (
-    run_id        bigint      NOT NULL REFERENCES mt5credit.recon_run (id),
+    run_id        bigint      NOT NULL,
     row_id        text        NOT NULL CHECK (length(row_id) BETWEEN 1 AND 255),
     line_no       bigint      NOT NULL CHECK (line_no > 0),
     category      text        NOT NULL
@@ -85,7 +91,7 @@ CREATE TABLE mt5credit.recon_settlement (
     provider_key  text,
     payment_id    text,
     deposit_ref   text,
-    currency      text        NOT NULL REFERENCES mt5credit.currency (code),
+    currency      text        NOT NULL,
     gross_minor   bigint      NOT NULL,
     fee_minor     bigint      NOT NULL,
     net_minor     bigint      NOT NULL,
@@ -118,12 +124,12 @@ CREATE TABLE mt5credit.recon_control (
 -- MT5's balance deals in the fetch window, from every configured server.
 -- amount_minor is signed (a debit is negative), in the group's currency.
 CREATE TABLE mt5credit.recon_deal (
-    run_id        bigint      NOT NULL REFERENCES mt5credit.recon_run (id),
+    run_id        bigint      NOT NULL,
     mt5_server    text        NOT NULL,
     deal_ticket   bigint      NOT NULL CHECK (deal_ticket > 0),
     mt5_login     bigint      NOT NULL CHECK (mt5_login > 0),
     amount_minor  bigint      NOT NULL,
-    currency      text        NOT NULL REFERENCES mt5credit.currency (code),
+    currency      text        NOT NULL,
     comment       text        NOT NULL,
     deal_time     timestamptz NOT NULL,
     PRIMARY KEY (run_id, mt5_server, deal_ticket)
@@ -285,6 +291,8 @@ CREATE FUNCTION mt5credit.recon_load(p_run bigint)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
+-- sorts and hashes of a million rows in memory, not in temp files
+SET work_mem = '48MB'
 AS $$
 DECLARE
     r       recon_run;
@@ -303,6 +311,16 @@ BEGIN
     IF FOUND THEN
         RAISE EXCEPTION 'settlement lines % and %: the same row id "%"',
                         v_bad.first, v_bad.second, v_bad.row_id
+            USING ERRCODE = 'MC032';
+    END IF;
+
+    SELECT line_no, currency INTO v_bad FROM recon_settlement_in i
+    WHERE run_id = p_run
+      AND NOT EXISTS (SELECT 1 FROM currency c WHERE c.code = i.currency)
+    ORDER BY line_no LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'settlement line %: unknown currency "%"',
+                        v_bad.line_no, v_bad.currency
             USING ERRCODE = 'MC032';
     END IF;
 
@@ -355,6 +373,15 @@ BEGIN
     IF FOUND THEN
         v_why := 'MT5 server ' || v_bad.mt5_server || ' returned deal '
                  || v_bad.deal_ticket || ' twice with different content';
+    END IF;
+
+    SELECT mt5_server, currency INTO v_bad FROM recon_deal_in i
+    WHERE run_id = p_run
+      AND NOT EXISTS (SELECT 1 FROM currency c WHERE c.code = i.currency)
+    LIMIT 1;
+    IF FOUND AND v_why IS NULL THEN
+        v_why := 'MT5 server ' || v_bad.mt5_server || ': a group in '
+                 || 'currency "' || v_bad.currency || '", unknown here';
     END IF;
 
     INSERT INTO recon_deal (run_id, mt5_server, deal_ticket, mt5_login,
@@ -475,6 +502,8 @@ CREATE FUNCTION mt5credit.recon_match(p_run bigint)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
+-- sorts and hashes of a million rows in memory, not in temp files
+SET work_mem = '48MB'
 AS $$
 DECLARE
     r          recon_run;

@@ -38,6 +38,17 @@ my $sb = Mt5Credit::Sandbox->new;
 $sb->start_postgres;
 my $dir = $sb->dir;
 
+# BENCH_RECON_EXPLAIN=1: every statement of the run over 200 ms, with its
+# plan, in pg.log (auto_explain), to see where the time goes
+if ($ENV{BENCH_RECON_EXPLAIN}) {
+    $sb->psql("LOAD 'auto_explain';"
+        . "ALTER SYSTEM SET session_preload_libraries = 'auto_explain';"
+        . "ALTER SYSTEM SET auto_explain.log_min_duration = '200ms';"
+        . "ALTER SYSTEM SET auto_explain.log_nested_statements = on;"
+        . "ALTER SYSTEM SET auto_explain.log_analyze = off;"
+        . "SELECT pg_reload_conf();");
+}
+
 # yesterday, UTC: the whole day is in the past
 my $ws = int(time / 86400) * 86400 - 86400;
 my $day = strftime('%Y-%m-%d', gmtime $ws);
@@ -221,7 +232,7 @@ $found += $_ for values %kinds;
 printf "  reconcile: %.1f s wall (target <= 60 s)\n", $wall;
 printf "  peak memory: mt5credit %.0f MB, its PostgreSQL backend %.0f MB "
      . "(target <= 256 MB)\n", $client_hwm / 1048576, $backend_hwm / 1048576;
-print "  $1\n" while $out =~ /(INFO reconcile run \d+: \d+ settlement.*)$/mg;
+print "  $1\n" while $out =~ /INFO (reconcile run \d+: .*)$/mg;
 printf "  mismatches found %d of %d planted: %s\n", $found, $planted,
     join(', ', map { "$_ $kinds{$_}" } sort keys %kinds);
 for my $k (sort keys %expect) {
