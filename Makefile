@@ -102,7 +102,7 @@ static:
 BATCH_SRCS   := $(wildcard batch/*.c)
 BATCH_OBJS   := $(patsubst batch/%.c,$(BUILD)/batch/%.o,$(BATCH_SRCS))
 BATCH_CFLAGS := -std=gnu99 $(CFLAGS) $(WARN) -I$(PG_INC)
-BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto
+BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto -lpthread
 MT5CREDIT    := $(BUILD)/mt5credit
 
 batch: $(MT5CREDIT)

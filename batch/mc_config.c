@@ -86,6 +86,9 @@ static const mc_key_t  mc_main_keys[] = {
       7 * 86400,
       "reconcile: MT5 deals are fetched this long past the day's end, for "
       "credits made late in the day (86400)" },
+    { "recon_sessions", MC_KEY_INT, MC_MAIN(recon_sessions), 1, 16,
+      "reconcile: Web API sessions per server fetching deals in parallel, "
+      "at most the server's sessions (2)" },
     { "recon_out", MC_KEY_STR, MC_MAIN(recon_out), 0, 0,
       "reconcile: directory for the CSV and HTML reports (.)" },
     { "desk_database", MC_KEY_STR, MC_MAIN(desk_database), 0, 0,
@@ -154,6 +157,7 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->server_backoff = 5;
     cfg->group_cache = 60;
     cfg->recon_deal_grace = 86400;
+    cfg->recon_sessions = 2;
     strcpy(cfg->recon_out, ".");
 }
 

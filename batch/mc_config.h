@@ -59,6 +59,7 @@ typedef struct {
     char                 recon_database[1024]; /* "": database */
     char                 desk_database[1024];  /* "": libpq's defaults */
     int                  recon_deal_grace; /* s of deals after the day */
+    int                  recon_sessions;   /* per server, parallel fetch */
     char                 recon_out[512];   /* report directory */
     mc_server_config_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;

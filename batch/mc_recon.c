@@ -44,6 +44,7 @@ typedef struct {
     char                      settlement_sha[65];
     char                      control_sha[65];
     char                      grace[32];
+    char                      deals_digest[33];
     int64_t                   run_id;
     int64_t                   window_start, window_end, deal_window_end;
     mc_recon_fetch_stats_t    fetched;
@@ -459,8 +460,8 @@ mc_recon_copy_deals(mc_recon_t *r)
     }
 
     if (mc_recon_fetch(r->cfg, copy, r->run_id, r->window_start,
-                       r->deal_window_end, r->stop, &r->fetched, perr,
-                       sizeof(perr)) != 0)
+                       r->deal_window_end, r->stop, &r->fetched,
+                       r->deals_digest, perr, sizeof(perr)) != 0)
     {
         snprintf(why, sizeof(why), "MT5 deals incomplete: %s", perr);
         (void) mc_pgcopy_end(copy, why, r->err, sizeof(r->err));
@@ -494,11 +495,11 @@ mc_recon_finish(mc_recon_t *r)
     int64_t      prev;
     PGresult    *res;
     char         run[24], verdict[64];
-    const char  *params[1] = { run };
+    const char  *params[2] = { run, r->deals_digest };
 
     snprintf(run, sizeof(run), "%" PRId64, r->run_id);
 
-    res = mc_recon_exec(r, "SELECT mt5credit.recon_load($1)", 1, params);
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_load($1, $2)", 2, params);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         return mc_recon_input_error(r, res);
     }

@@ -1,12 +1,23 @@
 /*
  * Copyright (C) mt5-credit
+ *
+ * One server at a time: a first session reads the server's clock, each
+ * group's currency and its logins; then `sessions` threads, each with its
+ * own Web API session (one request at a time on each, as the API wants),
+ * take logins from a shared cursor and fetch their deals.  A deal row is
+ * written to the COPY under a lock, so rows of different logins
+ * interleave; the digest of the deals is therefore a sum of per-row
+ * hashes, the same whatever the order.
  */
 
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "mc_log.h"
 #include "mc_money.h"
@@ -14,36 +25,69 @@
 #include "mc_recon_fetch.h"
 
 
+#define MC_FETCH_SESSIONS_MAX  16
+
+
+typedef struct {
+    uint64_t               login;
+    const mc_mt5_group_t  *group;
+} mc_fetch_login_t;
+
+
 typedef struct {
     mc_server_config_t      *srv;
-    mc_mt5_session_t        *s;
     mc_pgcopy_t             *copy;
     int64_t                  run_id;
     int64_t                  offset;       /* server time - UTC */
-    int64_t                  from_utc, to_utc;
     int64_t                  from, to;     /* server time, [from, to) */
     volatile sig_atomic_t   *stop;
+
+    mc_mt5_group_t          *groups;
+    size_t                   ngroups;
+    mc_fetch_login_t        *logins;
+    size_t                   nlogins;
+
+    /* under lock: the cursor, the COPY, the digest, counts, the error */
+    pthread_mutex_t          lock;
+    size_t                   next;
+    int                      failed;
+    uint64_t                 sum[2];
     mc_recon_fetch_stats_t  *st;
     char                    *err;
     size_t                   errlen;
 } mc_fetch_t;
 
 
-static int mc_recon_fetch_server(mc_fetch_t *f);
-static int mc_recon_fetch_group(mc_fetch_t *f, const char *group);
-static int mc_recon_fetch_login(mc_fetch_t *f, const mc_mt5_group_t *g,
-    uint64_t login);
-static int mc_recon_fetch_lost(mc_fetch_t *f, mc_mt5_rc_e rc, int retcode,
-    const char *what);
+typedef struct {
+    mc_fetch_t              *f;
+    mc_mt5_session_t        *s;
+    int                      rc;
+} mc_fetch_worker_t;
+
+
+static int mc_recon_fetch_server(mc_fetch_t *f, int sessions);
+static int mc_recon_fetch_plan(mc_fetch_t *f, mc_mt5_session_t *s,
+    int64_t from_utc, int64_t to_utc);
+static int mc_recon_fetch_group(mc_fetch_t *f, mc_mt5_session_t *s,
+    const char *name, size_t gi);
+static void *mc_recon_fetch_worker(void *arg);
+static int mc_recon_fetch_login(mc_fetch_t *f, mc_mt5_session_t *s,
+    const mc_fetch_login_t *l);
+static void mc_recon_fetch_row(mc_fetch_t *f, const mc_mt5_deal_t *d,
+    const mc_mt5_group_t *g, int64_t minor);
+static void mc_recon_fetch_fail(mc_fetch_t *f, mc_mt5_session_t *s,
+    mc_mt5_rc_e rc, int retcode, const char *what);
 
 
 int
 mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
     int64_t from_utc, int64_t to_utc, volatile sig_atomic_t *stop,
-    mc_recon_fetch_stats_t *st, char *err, size_t errlen)
+    mc_recon_fetch_stats_t *st, char *digest, char *err, size_t errlen)
 {
-    int         i, rc;
-    mc_fetch_t  f;
+    int                i, rc, sessions;
+    mc_fetch_t         f;
+    mc_mt5_session_t  *s;
+    uint64_t           sum[2] = { 0, 0 };
 
     memset(st, 0, sizeof(*st));
 
@@ -61,26 +105,36 @@ mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
         f.srv = &cfg->servers[i];
         f.copy = copy;
         f.run_id = run_id;
-        f.from_utc = from_utc;
-        f.to_utc = to_utc;
         f.stop = stop;
         f.st = st;
         f.err = err;
         f.errlen = errlen;
+        pthread_mutex_init(&f.lock, NULL);
 
-        f.s = mc_mt5_session_new(&f.srv->mt5);
-        if (f.s == NULL) {
+        s = mc_mt5_session_new(&f.srv->mt5);
+        if (s == NULL) {
             snprintf(err, errlen, "MT5 server %s: out of memory",
                      f.srv->name);
             return -1;
         }
 
-        rc = mc_recon_fetch_server(&f);
+        rc = mc_recon_fetch_plan(&f, s, from_utc, to_utc);
         if (rc == 0) {
-            /* only a session that answered everything says goodbye */
-            mc_mt5_close(f.s);
+            mc_mt5_close(s);
         }
-        mc_mt5_session_free(f.s);
+        mc_mt5_session_free(s);
+
+        if (rc == 0) {
+            sessions = cfg->recon_sessions < f.srv->sessions
+                       ? cfg->recon_sessions : f.srv->sessions;
+            rc = mc_recon_fetch_server(&f, sessions);
+        }
+
+        sum[0] += f.sum[0];
+        sum[1] += f.sum[1];
+        free(f.groups);
+        free(f.logins);
+        pthread_mutex_destroy(&f.lock);
 
         if (rc != 0) {
             return -1;
@@ -89,35 +143,51 @@ mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
         st->servers++;
     }
 
+    snprintf(digest, 33, "%016" PRIx64 "%016" PRIx64, sum[0], sum[1]);
     return 0;
 }
 
 
+/* the clock, the groups' currencies and every login to look at */
 static int
-mc_recon_fetch_server(mc_fetch_t *f)
+mc_recon_fetch_plan(mc_fetch_t *f, mc_mt5_session_t *s, int64_t from_utc,
+    int64_t to_utc)
 {
     int          retcode;
+    size_t       n;
     char         list[sizeof(f->srv->recon_groups)];
-    char        *group, *save, *end;
+    char        *group, *save, *end, *p;
     int64_t      now;
     mc_mt5_rc_e  rc;
 
-    rc = mc_mt5_ensure(f->s, &retcode);
+    rc = mc_mt5_ensure(s, &retcode);
     if (rc != MC_MT5_OK) {
-        return mc_recon_fetch_lost(f, rc, retcode, "authentication");
+        mc_recon_fetch_fail(f, s, rc, retcode, "authentication");
+        return -1;
     }
 
-    rc = mc_mt5_time(f->s, &now, &f->offset, &retcode);
+    rc = mc_mt5_time(s, &now, &f->offset, &retcode);
     if (rc != MC_MT5_OK) {
-        return mc_recon_fetch_lost(f, rc, retcode, "time/server");
+        mc_recon_fetch_fail(f, s, rc, retcode, "time/server");
+        return -1;
     }
 
     /* the window in the server's own clock (reference section 7) */
-    f->from = f->from_utc + f->offset;
-    f->to = f->to_utc + f->offset;
+    f->from = from_utc + f->offset;
+    f->to = to_utc + f->offset;
 
     mc_log(MC_LOG_INFO, "reconcile: MT5 server %s: clock UTC%+" PRId64
            " min", f->srv->name, f->offset / 60);
+
+    for (n = 1, p = f->srv->recon_groups; *p != '\0'; p++) {
+        n += *p == ',';
+    }
+
+    f->groups = calloc(n, sizeof(mc_mt5_group_t));
+    if (f->groups == NULL) {
+        snprintf(f->err, f->errlen, "out of memory");
+        return -1;
+    }
 
     strcpy(list, f->srv->recon_groups);
 
@@ -135,7 +205,7 @@ mc_recon_fetch_server(mc_fetch_t *f)
             continue;
         }
 
-        if (mc_recon_fetch_group(f, group) != 0) {
+        if (mc_recon_fetch_group(f, s, group, f->ngroups++) != 0) {
             return -1;
         }
     }
@@ -145,70 +215,178 @@ mc_recon_fetch_server(mc_fetch_t *f)
 
 
 static int
-mc_recon_fetch_group(mc_fetch_t *f, const char *group)
+mc_recon_fetch_group(mc_fetch_t *f, mc_mt5_session_t *s, const char *name,
+    size_t gi)
 {
-    int              retcode;
-    size_t           i, n;
-    uint64_t        *logins;
-    mc_mt5_rc_e      rc;
-    mc_mt5_group_t   g;
-    char             what[200];
+    int                retcode;
+    size_t             i, n;
+    uint64_t          *logins;
+    mc_mt5_rc_e        rc;
+    mc_fetch_login_t  *all;
+    char               what[200];
 
-    snprintf(what, sizeof(what), "group/get %s", group);
-    rc = mc_mt5_group_get(f->s, group, &g, &retcode);
+    snprintf(what, sizeof(what), "group/get %s", name);
+    rc = mc_mt5_group_get(s, name, &f->groups[gi], &retcode);
     if (rc != MC_MT5_OK) {
-        return mc_recon_fetch_lost(f, rc, retcode, what);
+        mc_recon_fetch_fail(f, s, rc, retcode, what);
+        return -1;
     }
 
-    snprintf(what, sizeof(what), "user/logins of %s", group);
-    rc = mc_mt5_logins(f->s, group, &logins, &n, &retcode);
+    snprintf(what, sizeof(what), "user/logins of %s", name);
+    rc = mc_mt5_logins(s, name, &logins, &n, &retcode);
     if (rc != MC_MT5_OK) {
-        return mc_recon_fetch_lost(f, rc, retcode, what);
+        mc_recon_fetch_fail(f, s, rc, retcode, what);
+        return -1;
     }
 
-    f->st->groups++;
+    all = realloc(f->logins, (f->nlogins + n + 1) * sizeof(*all));
+    if (all == NULL) {
+        free(logins);
+        snprintf(f->err, f->errlen, "out of memory for %zu logins", n);
+        return -1;
+    }
 
     for (i = 0; i < n; i++) {
-        if (*f->stop) {
-            snprintf(f->err, f->errlen, "stopped by a signal");
-            free(logins);
-            return -1;
-        }
-
-        if (mc_recon_fetch_login(f, &g, logins[i]) != 0) {
-            free(logins);
-            return -1;
-        }
+        all[f->nlogins + i].login = logins[i];
+        all[f->nlogins + i].group = &f->groups[gi];
     }
 
+    f->logins = all;
+    f->nlogins += n;
+    f->st->groups++;
     free(logins);
     return 0;
 }
 
 
 static int
-mc_recon_fetch_login(mc_fetch_t *f, const mc_mt5_group_t *g, uint64_t login)
+mc_recon_fetch_server(mc_fetch_t *f, int sessions)
+{
+    int                 i, started, rc;
+    pthread_t           tid[MC_FETCH_SESSIONS_MAX];
+    mc_fetch_worker_t   w[MC_FETCH_SESSIONS_MAX];
+
+    if (sessions < 1) {
+        sessions = 1;
+    }
+    if (sessions > MC_FETCH_SESSIONS_MAX) {
+        sessions = MC_FETCH_SESSIONS_MAX;
+    }
+    if ((size_t) sessions > f->nlogins) {
+        sessions = f->nlogins > 0 ? (int) f->nlogins : 1;
+    }
+
+    for (started = 0; started < sessions; started++) {
+        w[started].f = f;
+        w[started].rc = 0;
+        w[started].s = mc_mt5_session_new(&f->srv->mt5);
+
+        if (w[started].s == NULL
+            || pthread_create(&tid[started], NULL, mc_recon_fetch_worker,
+                              &w[started]) != 0)
+        {
+            mc_mt5_session_free(w[started].s);
+            pthread_mutex_lock(&f->lock);
+            if (!f->failed) {
+                f->failed = 1;
+                snprintf(f->err, f->errlen, "MT5 server %s: cannot start "
+                         "fetch session %d", f->srv->name, started + 1);
+            }
+            pthread_mutex_unlock(&f->lock);
+            break;
+        }
+    }
+
+    rc = 0;
+
+    for (i = 0; i < started; i++) {
+        pthread_join(tid[i], NULL);
+        if (w[i].rc == 0) {
+            mc_mt5_close(w[i].s);
+        }
+        mc_mt5_session_free(w[i].s);
+        rc |= w[i].rc;
+    }
+
+    return (rc != 0 || f->failed) ? -1 : 0;
+}
+
+
+static void *
+mc_recon_fetch_worker(void *arg)
+{
+    size_t              i;
+    mc_fetch_worker_t  *w = arg;
+    mc_fetch_t         *f = w->f;
+
+    for ( ;; ) {
+        pthread_mutex_lock(&f->lock);
+        if (f->failed || f->next == f->nlogins) {
+            pthread_mutex_unlock(&f->lock);
+            break;
+        }
+        if (*f->stop) {
+            f->failed = 1;
+            snprintf(f->err, f->errlen, "stopped by a signal");
+            pthread_mutex_unlock(&f->lock);
+            break;
+        }
+        i = f->next++;
+        pthread_mutex_unlock(&f->lock);
+
+        if (mc_recon_fetch_login(f, w->s, &f->logins[i]) != 0) {
+            w->rc = -1;
+            break;
+        }
+    }
+
+    return NULL;
+}
+
+
+static int
+mc_recon_fetch_login(mc_fetch_t *f, mc_mt5_session_t *s,
+    const mc_fetch_login_t *l)
 {
     int             retcode;
-    size_t          i, n;
+    size_t          i, n, kept;
     int64_t         minor;
     char            what[64];
     mc_mt5_rc_e     rc;
     mc_mt5_deal_t  *deals, *d;
 
-    snprintf(what, sizeof(what), "deals of login %" PRIu64, login);
+    snprintf(what, sizeof(what), "deals of login %" PRIu64, l->login);
 
     /* MT5's bounds are inclusive server times */
-    rc = mc_mt5_deals(f->s, login, f->from, f->to - 1, &deals, &n,
-                      &retcode);
+    rc = mc_mt5_deals(s, l->login, f->from, f->to - 1, &deals, &n, &retcode);
     if (rc != MC_MT5_OK) {
-        return mc_recon_fetch_lost(f, rc, retcode, what);
+        mc_recon_fetch_fail(f, s, rc, retcode, what);
+        return -1;
     }
 
-    f->st->logins++;
-    f->st->deals += n;
-
+    /* every amount exact before anything of this login is written */
     for (i = 0; i < n; i++) {
+        d = &deals[i];
+        if (d->action == MC_MT5_DEAL_BALANCE
+            && mc_decimal_to_minor(d->profit, l->group->digits, &minor) != 0)
+        {
+            pthread_mutex_lock(&f->lock);
+            if (!f->failed) {
+                f->failed = 1;
+                snprintf(f->err, f->errlen, "MT5 server %s: deal %" PRIu64
+                         " of login %" PRIu64 ": profit is not exact in "
+                         "%s's %d digits", f->srv->name, d->deal, l->login,
+                         l->group->currency, l->group->digits);
+            }
+            pthread_mutex_unlock(&f->lock);
+            free(deals);
+            return -1;
+        }
+    }
+
+    pthread_mutex_lock(&f->lock);
+
+    for (i = 0, kept = 0; i < n; i++) {
         d = &deals[i];
 
         if (d->action != MC_MT5_DEAL_BALANCE
@@ -217,51 +395,77 @@ mc_recon_fetch_login(mc_fetch_t *f, const mc_mt5_group_t *g, uint64_t login)
             continue;
         }
 
-        if (mc_decimal_to_minor(d->profit, g->digits, &minor) != 0) {
-            snprintf(f->err, f->errlen, "MT5 server %s: deal %" PRIu64
-                     " of login %" PRIu64 ": profit is not exact in %s's "
-                     "%d digits", f->srv->name, d->deal, login, g->currency,
-                     g->digits);
-            free(deals);
-            return -1;
-        }
-
-        mc_pgcopy_i64(f->copy, f->run_id);
-        mc_pgcopy_text(f->copy, f->srv->name);
-        mc_pgcopy_u64(f->copy, d->deal);
-        mc_pgcopy_u64(f->copy, d->login);
-        mc_pgcopy_i64(f->copy, minor);
-        mc_pgcopy_text(f->copy, g->currency);
-        mc_pgcopy_text(f->copy, d->comment);
-        mc_pgcopy_i64(f->copy, d->time - f->offset);
-        mc_pgcopy_row_end(f->copy);
-
-        f->st->balance_deals++;
+        (void) mc_decimal_to_minor(d->profit, l->group->digits, &minor);
+        mc_recon_fetch_row(f, d, l->group, minor);
+        kept++;
     }
+
+    f->st->logins++;
+    f->st->deals += n;
+    f->st->balance_deals += kept;
+
+    if (f->copy->failed && !f->failed) {
+        f->failed = 1;
+        snprintf(f->err, f->errlen, "%s", f->copy->err);
+    }
+
+    rc = f->failed ? MC_MT5_NO_ANSWER : MC_MT5_OK;
+    pthread_mutex_unlock(&f->lock);
 
     free(deals);
-
-    if (f->copy->failed) {
-        snprintf(f->err, f->errlen, "%s", f->copy->err);
-        return -1;
-    }
-
-    return 0;
+    return rc == MC_MT5_OK ? 0 : -1;
 }
 
 
-static int
-mc_recon_fetch_lost(mc_fetch_t *f, mc_mt5_rc_e rc, int retcode,
-    const char *what)
+/* one COPY row, and its hash into the digest; the lock is held */
+static void
+mc_recon_fetch_row(mc_fetch_t *f, const mc_mt5_deal_t *d,
+    const mc_mt5_group_t *g, int64_t minor)
 {
-    if (rc == MC_MT5_REJECTED) {
-        snprintf(f->err, f->errlen, "MT5 server %s: %s refused with "
-                 "retcode %d", f->srv->name, what, retcode);
+    int            len;
+    uint64_t       h[2];
+    unsigned char  md[32];
+    char           canon[512];
 
-    } else {
-        snprintf(f->err, f->errlen, "MT5 server %s: %s: no complete "
-                 "answer (%s)", f->srv->name, what, mc_mt5_error(f->s));
+    mc_pgcopy_i64(f->copy, f->run_id);
+    mc_pgcopy_text(f->copy, f->srv->name);
+    mc_pgcopy_u64(f->copy, d->deal);
+    mc_pgcopy_u64(f->copy, d->login);
+    mc_pgcopy_i64(f->copy, minor);
+    mc_pgcopy_text(f->copy, g->currency);
+    mc_pgcopy_text(f->copy, d->comment);
+    mc_pgcopy_i64(f->copy, d->time - f->offset);
+    mc_pgcopy_row_end(f->copy);
+
+    len = snprintf(canon, sizeof(canon), "%s|%" PRIu64 "|%" PRIu64 "|%"
+                   PRId64 "|%s|%s|%" PRId64, f->srv->name, d->deal, d->login,
+                   minor, g->currency, d->comment, d->time - f->offset);
+
+    EVP_Digest(canon, (size_t) len, md, NULL, EVP_sha256(), NULL);
+    memcpy(h, md, sizeof(h));
+    f->sum[0] += h[0];
+    f->sum[1] += h[1];
+}
+
+
+/* the first failure wins; the others stop at their next login */
+static void
+mc_recon_fetch_fail(mc_fetch_t *f, mc_mt5_session_t *s, mc_mt5_rc_e rc,
+    int retcode, const char *what)
+{
+    pthread_mutex_lock(&f->lock);
+
+    if (!f->failed) {
+        f->failed = 1;
+
+        if (rc == MC_MT5_REJECTED) {
+            snprintf(f->err, f->errlen, "MT5 server %s: %s refused with "
+                     "retcode %d", f->srv->name, what, retcode);
+        } else {
+            snprintf(f->err, f->errlen, "MT5 server %s: %s: no complete "
+                     "answer (%s)", f->srv->name, what, mc_mt5_error(s));
+        }
     }
 
-    return -1;
+    pthread_mutex_unlock(&f->lock);
 }

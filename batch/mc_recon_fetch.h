@@ -36,11 +36,14 @@ typedef struct {
 /*
  * [from_utc, to_utc) in UTC seconds; each server's own clock offset is
  * read from it.  Rows: run_id, server, ticket, login, amount (minor,
- * signed), currency, comment, UTC seconds.  0, or -1 with the reason.
+ * signed), currency, comment, UTC seconds.  Up to recon_sessions sessions
+ * per server (never more than its `sessions`) fetch in parallel.
+ * digest (33 bytes): 32 hex digits over every row, independent of their
+ * order.  0, or -1 with the reason.
  */
 int mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
     int64_t from_utc, int64_t to_utc, volatile sig_atomic_t *stop,
-    mc_recon_fetch_stats_t *st, char *err, size_t errlen);
+    mc_recon_fetch_stats_t *st, char *digest, char *err, size_t errlen);
 
 
 #endif /* MC_RECON_FETCH_H */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 #include "mc_cases.h"
 #include "mc_config.h"
@@ -64,6 +65,9 @@ main(int argc, char **argv)
         fprintf(stderr, "mt5credit: curl_global_init failed\n");
         return 1;
     }
+
+    /* jansson seeds its hash function on first use; not from two threads */
+    json_object_seed(0);
 
     if (strcmp(cmd, "work") == 0) {
         return mc_cmd_work(argc - 1, argv + 1, 0);

@@ -45,6 +45,8 @@ CREATE TABLE mt5credit.recon_run (
     settlement_sha256  text        NOT NULL
                        CHECK (settlement_sha256 ~ '^[0-9a-f]{64}$'),
     control_sha256     text        CHECK (control_sha256 ~ '^[0-9a-f]{64}$'),
+    -- MT5's deals as fetched (order-independent, computed by the job)
+    deals_digest       text        CHECK (deals_digest ~ '^[0-9a-f]{32}$'),
     -- all inputs (file, control totals, deals, the credits' state): the
     -- same digest twice is the same run, not a new one
     input_digest       text,
@@ -75,11 +77,14 @@ CREATE INDEX recon_run_day_idx
 -- the importer (batch/mc_settle.c).  Amounts in minor units of the run's
 -- currency, signed as the provider has them.
 --
--- The bulk tables below (a million rows a day) carry no per-row foreign
--- keys: PostgreSQL checks those one row at a time, which is most of the
--- cost of a load.  recon_load() is the only writer; it takes run_id from
--- the run it checked and refuses an unknown currency for the whole set
--- in one statement.
+-- The bulk tables below (a million rows a day each) carry no per-row
+-- foreign key and no unique index: PostgreSQL checks and maintains those
+-- one row at a time, which was most of the cost of a load.  recon_load()
+-- is their only writer: it takes run_id from the run it checked, and
+-- refuses a row id or deal twice and an unknown currency for the whole
+-- set in one statement each.  Rows are appended run after run, so a BRIN
+-- index finds a run's rows for the price of a few pages.  Once written
+-- they never change (statement triggers refuse UPDATE, DELETE, TRUNCATE).
 CREATE TABLE mt5credit.recon_settlement (
     run_id        bigint      NOT NULL,
     row_id        text        NOT NULL CHECK (length(row_id) BETWEEN 1 AND 255),
@@ -97,16 +102,14 @@ CREATE TABLE mt5credit.recon_settlement (
     net_minor     bigint      NOT NULL,
     created_at    timestamptz NOT NULL,
     payout_id     text,
-    PRIMARY KEY (run_id, row_id),
     CHECK (net_minor = gross_minor - fee_minor),
     -- a movement of client money always names its key
     CHECK (category IN ('fee', 'payout', 'other')
            OR provider_key IS NOT NULL)
 );
 
-CREATE INDEX recon_settlement_key_idx
-    ON mt5credit.recon_settlement (provider_key)
-    WHERE provider_key IS NOT NULL;
+CREATE INDEX recon_settlement_run_brin
+    ON mt5credit.recon_settlement USING brin (run_id);
 
 
 -- The payouts' control totals: each payout's rows add up to its amount.
@@ -131,12 +134,19 @@ CREATE TABLE mt5credit.recon_deal (
     amount_minor  bigint      NOT NULL,
     currency      text        NOT NULL,
     comment       text        NOT NULL,
-    deal_time     timestamptz NOT NULL,
-    PRIMARY KEY (run_id, mt5_server, deal_ticket)
+    deal_time     timestamptz NOT NULL
 );
 
-CREATE INDEX recon_deal_comment_idx
-    ON mt5credit.recon_deal (run_id, comment);
+CREATE INDEX recon_deal_run_brin
+    ON mt5credit.recon_deal USING brin (run_id);
+
+CREATE TRIGGER recon_settlement_append_only
+    BEFORE UPDATE OR DELETE OR TRUNCATE ON mt5credit.recon_settlement
+    FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.refuse_change();
+
+CREATE TRIGGER recon_deal_append_only
+    BEFORE UPDATE OR DELETE OR TRUNCATE ON mt5credit.recon_deal
+    FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.refuse_change();
 
 
 -- One difference found by a run.  The three records side by side, as
@@ -284,25 +294,30 @@ $$;
 
 --
 -- recon_load(): moves the staged inputs into the run, refusing what a
--- parser cannot see: a row id twice, a row outside the day.  Errors name
--- the file's lines.  Returns NULL, or why the inputs are not complete.
+-- line parser cannot see: a row id twice, a row outside the day, a
+-- currency we do not know.  Errors name the file's lines.  Returns NULL,
+-- or why the inputs are not complete.  p_deals_digest: the job's digest
+-- of MT5's deals as it fetched them.
 --
-CREATE FUNCTION mt5credit.recon_load(p_run bigint)
+CREATE FUNCTION mt5credit.recon_load(p_run bigint, p_deals_digest text)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 -- sorts and hashes of a million rows in memory, not in temp files
-SET work_mem = '48MB'
+SET work_mem = '32MB'
 AS $$
 DECLARE
     r       recon_run;
     v_bad   record;
     v_why   text;
+    v_twice boolean;
 BEGIN
-    SELECT * INTO STRICT r FROM recon_run WHERE id = p_run;
+    SELECT * INTO STRICT r FROM recon_run WHERE id = p_run FOR UPDATE;
     IF r.verdict <> 'running' THEN
         RAISE EXCEPTION 'run % is finished', p_run USING ERRCODE = 'MC031';
     END IF;
+
+    UPDATE recon_run SET deals_digest = p_deals_digest WHERE id = p_run;
 
     SELECT min(line_no) AS first, max(line_no) AS second, row_id INTO v_bad
     FROM recon_settlement_in WHERE run_id = p_run
@@ -362,15 +377,19 @@ BEGIN
     SELECT run_id, payout_id, line_no, currency, amount_minor, row_count
     FROM recon_control_in WHERE run_id = p_run;
 
-    -- the same deal twice (from overlapping pages) is one deal; the same
-    -- ticket with other content is a source that contradicts itself
-    SELECT mt5_server, deal_ticket INTO v_bad FROM recon_deal_in
+    -- the same deal twice (overlapping pages) is one deal; the same ticket
+    -- with other content is a source that contradicts itself
+    SELECT mt5_server, deal_ticket,
+           count(DISTINCT (mt5_login, amount_minor, currency, comment,
+                           deal_epoch)) > 1 AS differs
+    INTO v_bad
+    FROM recon_deal_in
     WHERE run_id = p_run
     GROUP BY mt5_server, deal_ticket
-    HAVING count(DISTINCT (mt5_login, amount_minor, currency, comment,
-                           deal_epoch)) > 1
-    LIMIT 1;
-    IF FOUND THEN
+    HAVING count(*) > 1
+    ORDER BY 3 DESC LIMIT 1;
+    v_twice := FOUND;
+    IF v_twice AND v_bad.differs THEN
         v_why := 'MT5 server ' || v_bad.mt5_server || ' returned deal '
                  || v_bad.deal_ticket || ' twice with different content';
     END IF;
@@ -384,13 +403,21 @@ BEGIN
                  || 'currency "' || v_bad.currency || '", unknown here';
     END IF;
 
-    INSERT INTO recon_deal (run_id, mt5_server, deal_ticket, mt5_login,
-                            amount_minor, currency, comment, deal_time)
-    SELECT DISTINCT ON (mt5_server, deal_ticket)
-           run_id, mt5_server, deal_ticket, mt5_login, amount_minor,
-           currency, comment, to_timestamp(deal_epoch)
-    FROM recon_deal_in WHERE run_id = p_run
-    ORDER BY mt5_server, deal_ticket;
+    IF v_twice THEN
+        INSERT INTO recon_deal (run_id, mt5_server, deal_ticket, mt5_login,
+                                amount_minor, currency, comment, deal_time)
+        SELECT DISTINCT ON (mt5_server, deal_ticket)
+               run_id, mt5_server, deal_ticket, mt5_login, amount_minor,
+               currency, comment, to_timestamp(deal_epoch)
+        FROM recon_deal_in WHERE run_id = p_run
+        ORDER BY mt5_server, deal_ticket;
+    ELSE
+        INSERT INTO recon_deal (run_id, mt5_server, deal_ticket, mt5_login,
+                                amount_minor, currency, comment, deal_time)
+        SELECT run_id, mt5_server, deal_ticket, mt5_login, amount_minor,
+               currency, comment, to_timestamp(deal_epoch)
+        FROM recon_deal_in WHERE run_id = p_run;
+    END IF;
 
     DELETE FROM recon_settlement_in WHERE run_id = p_run;
     DELETE FROM recon_control_in WHERE run_id = p_run;
@@ -460,9 +487,12 @@ $$;
 
 
 --
--- recon_digest(): everything a run's result depends on.  The same digest
--- as the day's last finished run means the same result: the caller keeps
--- that run instead of writing a second one.
+-- recon_digest(): everything a run's result depends on: the file, the
+-- control totals, MT5's deals (the job's digest), and the state of every
+-- credit in scope.  The same digest as the day's last finished run means
+-- the same result: the caller keeps that run instead of writing another.
+-- The credits' part is a sum of 64-bit hashes, two of them: independent
+-- of order, so no sort of a million rows.
 --
 CREATE FUNCTION mt5credit.recon_digest(p_run bigint)
 RETURNS text
@@ -474,15 +504,11 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT r FROM recon_run WHERE id = p_run;
     RETURN md5(concat_ws('|', r.settlement_sha256, r.control_sha256,
-        (SELECT md5(string_agg(concat_ws(':', mt5_server, deal_ticket,
-                                         mt5_login, amount_minor, currency,
-                                         comment, extract(epoch FROM deal_time)),
-                               ',' ORDER BY mt5_server, deal_ticket))
-         FROM recon_deal WHERE run_id = p_run),
-        (SELECT md5(string_agg(concat_ws(':', c.id, c.status,
-                                         c.mt5_deal_ticket),
-                               ',' ORDER BY c.id))
-         FROM recon_scope c)));
+                         r.deals_digest,
+        (SELECT count(*) || ':' || coalesce(sum(hashtextextended(x, 1)), 0)
+                || ':' || coalesce(sum(hashtextextended(x, 2)), 0)
+         FROM (SELECT concat_ws(':', c.id, c.status, c.mt5_deal_ticket) AS x
+               FROM recon_scope c) h)));
 END
 $$;
 
@@ -498,12 +524,15 @@ $$;
 -- than in its webhook (Stripe's cumulative amount_refunded) is paired
 -- by original payment and amount, one to one.
 --
+-- Written for a million rows a side: every step is one pass with hash
+-- joins and aggregates; only the few rows that differ are looked at one
+-- by one (to open their cases).
+--
 CREATE FUNCTION mt5credit.recon_match(p_run bigint)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
--- sorts and hashes of a million rows in memory, not in temp files
-SET work_mem = '48MB'
+SET work_mem = '32MB'
 AS $$
 DECLARE
     r          recon_run;
@@ -522,20 +551,22 @@ BEGIN
     WHERE run_id = p_run
       AND category IN ('payment', 'refund', 'chargeback',
                        'chargeback_reversal');
+    ANALYZE recon_moved;
 
     -- our credits in scope: named by a settled row, or made for this
     -- provider and currency during the day
     CREATE TEMP TABLE recon_scope ON COMMIT DROP AS
     SELECT c.*, o.provider_payment_id AS original_key
-    FROM mt5_credit c
-    LEFT JOIN mt5_credit o ON o.id = c.original_credit_id
-    WHERE c.provider = r.provider
-      AND (c.provider_payment_id IN (SELECT provider_key FROM recon_moved)
-           OR (c.paid_currency = r.currency
-               AND c.created_at >= r.window_start
-               AND c.created_at < r.window_end));
-
-    ANALYZE recon_moved;
+    FROM (SELECT c1.* FROM mt5_credit c1
+          WHERE c1.provider = r.provider
+            AND c1.provider_payment_id IN (SELECT provider_key
+                                           FROM recon_moved)
+          UNION
+          SELECT c2.* FROM mt5_credit c2
+          WHERE c2.provider = r.provider AND c2.paid_currency = r.currency
+            AND c2.created_at >= r.window_start
+            AND c2.created_at < r.window_end) c
+    LEFT JOIN mt5_credit o ON o.id = c.original_credit_id;
     ANALYZE recon_scope;
 
     v_digest := recon_digest(p_run);
@@ -613,26 +644,27 @@ BEGIN
                          WHEN j.direction = 'debit' THEN 'chargeback'
                          ELSE 'chargeback_reversal' END) AS movement,
            CASE WHEN j.reference IS NULL THEN 'settlement:' || j.row_id
-                WHEN count(*) OVER (PARTITION BY j.reference) > 1
-                THEN j.reference || '/' || j.row_id
+                WHEN t.reference IS NOT NULL THEN j.reference || '/' || j.row_id
                 ELSE j.reference END AS pair_key,
            coalesce(d.n, 0) AS n_deals, d.server AS d_server,
            d.login AS d_login, d.amount AS d_amount,
            d.currency AS d_currency
     FROM recon_join j
-    LEFT JOIN recon_ref d ON d.reference = j.reference;
+    LEFT JOIN recon_ref d ON d.reference = j.reference
+    LEFT JOIN (SELECT reference FROM recon_join WHERE reference IS NOT NULL
+               GROUP BY reference HAVING count(*) > 1) t
+           ON t.reference = j.reference;
 
-    ANALYZE recon_pair;
-
-    -- the findings: (kind, key, severity, movement, pair) per difference
+    -- the findings: (kind, key, severity, movement, pair) per difference;
+    -- a movement where all three agree is passed over in one test
     CREATE TEMP TABLE recon_found (
-        kind      text NOT NULL,
-        item_key  text NOT NULL,
-        severity  text NOT NULL,
-        movement  text NOT NULL,
-        pair_key  text,
-        deal_server text,
-        deal_ticket bigint
+        kind         text NOT NULL,
+        item_key     text NOT NULL,
+        severity     text NOT NULL,
+        movement     text NOT NULL,
+        pair_key     text,
+        deal_server  text,
+        deal_ticket  bigint
     ) ON COMMIT DROP;
 
     INSERT INTO recon_found
@@ -673,20 +705,34 @@ BEGIN
          CASE WHEN p.status = 'unknown' THEN 'high' ELSE 'medium' END,
          p.status IN ('pending', 'claimed', 'unknown'))
     ) AS k (kind, severity, hit)
-    WHERE k.hit;
+    WHERE NOT coalesce(p.row_id IS NOT NULL AND p.status = 'done'
+               AND p.n_deals = 1
+               AND abs(p.gross_minor) = p.paid_amount_minor
+               AND p.s_currency = p.paid_currency
+               AND p.d_amount = CASE p.direction WHEN 'credit'
+                                     THEN p.amount_minor
+                                     ELSE -p.amount_minor END
+               AND p.d_currency = p.currency
+               AND p.d_login = p.mt5_login AND p.d_server = p.mt5_server,
+               false)
+      AND k.hit;
 
-    -- a settled-elsewhere credit is not "not settled": an earlier day's
-    -- file (a payment at 23:59 credited at 00:01) may hold its row
+    -- a settled-elsewhere credit is not "not settled": the file of an
+    -- earlier day (a payment at 23:59 credited at 00:01) may hold its row
     DELETE FROM recon_found f
     USING recon_pair p
     WHERE f.kind IN ('credited_not_settled', 'debited_not_settled')
       AND p.pair_key = f.pair_key
-      AND EXISTS (SELECT 1 FROM recon_settlement s
-                  JOIN recon_run o ON o.id = s.run_id
-                  WHERE s.provider_key = p.provider_payment_id
-                    AND o.provider = r.provider
-                    AND o.business_day <> r.business_day
-                    AND o.verdict NOT IN ('running', 'incomplete'));
+      AND p.provider_payment_id IN (
+          SELECT s.provider_key
+          FROM recon_settlement s
+          WHERE s.run_id IN (SELECT o.id FROM recon_run o
+                             WHERE o.provider = r.provider
+                               AND o.business_day
+                                   BETWEEN r.business_day - 3
+                                       AND r.business_day - 1
+                               AND o.verdict NOT IN ('running',
+                                                     'incomplete')));
 
     -- deals of the day that no credit explains
     INSERT INTO recon_found
@@ -702,17 +748,40 @@ BEGIN
            OR NOT EXISTS (SELECT 1 FROM mt5_credit c
                           WHERE c.reference = d.comment));
 
+    -- the deals the findings are about, gathered in one pass each: by
+    -- reference for a movement, by ticket for a deal nobody explains
+    CREATE TEMP TABLE recon_found_deals ON COMMIT DROP AS
+    SELECT x.kind, x.item_key,
+           jsonb_agg(to_jsonb(d) - 'run_id'
+                     ORDER BY d.mt5_server, d.deal_ticket) AS deals
+    FROM (SELECT f.kind, f.item_key, p.reference
+          FROM recon_found f JOIN recon_pair p ON p.pair_key = f.pair_key
+          WHERE p.reference IS NOT NULL) x
+    JOIN recon_deal d
+      ON d.run_id = p_run
+     AND d.comment = x.reference
+    GROUP BY x.kind, x.item_key
+    UNION ALL
+    SELECT f.kind, f.item_key,
+           jsonb_agg(to_jsonb(d) - 'run_id') AS deals
+    FROM recon_found f
+    JOIN recon_deal d
+      ON d.run_id = p_run AND d.mt5_server = f.deal_server
+     AND d.deal_ticket = f.deal_ticket
+    WHERE f.deal_ticket IS NOT NULL
+    GROUP BY f.kind, f.item_key;
+
     -- items and cases, the three records side by side
     FOR v_item IN
         SELECT f.*,
                p.credit_id, p.deposit_id,
                coalesce(p.paid_amount_minor, abs(p.gross_minor),
-                        abs(dl.amount_minor)) AS amount_minor,
-               coalesce(p.paid_currency, p.s_currency, dl.currency)
-                   AS currency,
-               (SELECT to_jsonb(s) - 'run_id' FROM recon_settlement s
-                WHERE s.run_id = p_run AND s.row_id = p.row_id) AS settlement,
-               (SELECT jsonb_build_object(
+                        abs((fd.deals->0->>'amount_minor')::bigint))
+                   AS amount_minor,
+               coalesce(p.paid_currency, p.s_currency,
+                        fd.deals->0->>'currency') AS currency,
+               to_jsonb(s) - 'run_id' AS settlement,
+               CASE WHEN c.id IS NOT NULL THEN jsonb_build_object(
                     'id', c.id, 'reference', c.reference, 'kind', c.kind,
                     'direction', c.direction, 'status', c.status,
                     'provider', c.provider,
@@ -722,24 +791,14 @@ BEGIN
                     'paid_amount_minor', c.paid_amount_minor,
                     'paid_currency', c.paid_currency,
                     'mt5_deal_ticket', c.mt5_deal_ticket,
-                    'created_at', c.created_at)
-                FROM mt5_credit c WHERE c.id = p.credit_id) AS credit,
-               coalesce(CASE WHEN f.deal_ticket IS NOT NULL THEN
-                   (SELECT jsonb_agg(to_jsonb(d) - 'run_id')
-                    FROM recon_deal d
-                    WHERE d.run_id = p_run AND d.mt5_server = f.deal_server
-                      AND d.deal_ticket = f.deal_ticket)
-               ELSE
-                   (SELECT jsonb_agg(to_jsonb(d) - 'run_id'
-                                     ORDER BY d.mt5_server, d.deal_ticket)
-                    FROM recon_deal d
-                    WHERE d.run_id = p_run AND d.comment = p.reference)
-               END, '[]') AS deals
+                    'created_at', c.created_at) END AS credit,
+               coalesce(fd.deals, '[]') AS deals
         FROM recon_found f
         LEFT JOIN recon_pair p ON p.pair_key = f.pair_key
-        LEFT JOIN recon_deal dl ON dl.run_id = p_run
-                               AND dl.mt5_server = f.deal_server
-                               AND dl.deal_ticket = f.deal_ticket
+        LEFT JOIN recon_moved s ON s.row_id = p.row_id
+        LEFT JOIN recon_scope c ON c.id = p.credit_id
+        LEFT JOIN recon_found_deals fd
+               ON fd.kind = f.kind AND fd.item_key = f.item_key
         ORDER BY f.kind, f.item_key
     LOOP
         v_case := open_case(v_item.kind, v_item.severity,
@@ -768,7 +827,8 @@ BEGIN
            CASE WHEN f.broken THEN 'mismatched'
                 WHEN f.pair_key IS NULL AND p.row_id IS NOT NULL
                      AND p.status = 'done' AND p.n_deals = 1
-                THEN 'matched' END AS state
+                THEN 'matched' END AS state,
+           p.status
     FROM recon_pair p
     LEFT JOIN (SELECT pair_key, bool_or(kind <> 'open_at_cutoff') AS broken
                FROM recon_found WHERE pair_key IS NOT NULL
@@ -776,15 +836,16 @@ BEGIN
 
     INSERT INTO recon_count (run_id, dimension, name, n)
     SELECT p_run, 'summary', m.name, m.n
-    FROM (VALUES
+    FROM (SELECT count(*) FILTER (WHERE state = 'matched') AS matched,
+                 count(*) FILTER (WHERE status IN ('pending', 'claimed'))
+                     AS pending,
+                 count(*) FILTER (WHERE status = 'unknown') AS unknown
+          FROM recon_state) x
+    CROSS JOIN LATERAL (VALUES
         ('should_process', (SELECT count(*) FROM recon_moved)),
-        ('matched',
-         (SELECT count(*) FROM recon_state WHERE state = 'matched')),
-        ('pending',
-         (SELECT count(*) FROM recon_pair
-          WHERE status IN ('pending', 'claimed'))),
-        ('still_unknown',
-         (SELECT count(*) FROM recon_pair WHERE status = 'unknown')),
+        ('matched', x.matched),
+        ('pending', x.pending),
+        ('still_unknown', x.unknown),
         ('mismatched',
          (SELECT count(DISTINCT item_key) FROM recon_found
           WHERE kind <> 'open_at_cutoff')),
@@ -888,7 +949,7 @@ CREATE TRIGGER recon_item_append_only
 
 GRANT EXECUTE ON FUNCTION
     mt5credit.recon_begin(text, date, text, text, text, text, text, interval),
-    mt5credit.recon_load(bigint),
+    mt5credit.recon_load(bigint, text),
     mt5credit.recon_match(bigint),
     mt5credit.recon_incomplete(text, date, text, text, text, text, text,
                                interval, text)
