@@ -22,6 +22,7 @@ mc_pgcopy_begin(mc_pgcopy_t *c, PGconn *conn, const char *sql, char *err,
     PGresult  *res;
 
     c->conn = conn;
+    c->file = NULL;
     c->len = 0;
     c->fields = 0;
     c->failed = 0;
@@ -37,6 +38,43 @@ mc_pgcopy_begin(mc_pgcopy_t *c, PGconn *conn, const char *sql, char *err,
     }
 
     PQclear(res);
+    return 0;
+}
+
+
+void
+mc_pgcopy_begin_file(mc_pgcopy_t *c, FILE *file)
+{
+    c->conn = NULL;
+    c->file = file;
+    c->len = 0;
+    c->fields = 0;
+    c->failed = 0;
+    c->rows = 0;
+    c->err[0] = '\0';
+}
+
+
+/* the file's rows, as they are, into the COPY begun on c */
+int
+mc_pgcopy_send_file(mc_pgcopy_t *c, FILE *file, char *err, size_t errlen)
+{
+    size_t  n;
+
+    rewind(file);
+
+    while ((n = fread(c->buf, 1, sizeof(c->buf), file)) > 0) {
+        if (PQputCopyData(c->conn, c->buf, (int) n) != 1) {
+            snprintf(err, errlen, "COPY: %s", PQerrorMessage(c->conn));
+            return -1;
+        }
+    }
+
+    if (ferror(file)) {
+        snprintf(err, errlen, "reading the spooled rows failed");
+        return -1;
+    }
+
     return 0;
 }
 
@@ -129,6 +167,20 @@ mc_pgcopy_end(mc_pgcopy_t *c, const char *abort_reason, char *err,
     int        ok;
     PGresult  *res;
 
+    if (c->file != NULL) {
+        mc_pgcopy_flush(c);
+        if (!c->failed && fflush(c->file) != 0) {
+            c->failed = 1;
+            snprintf(c->err, sizeof(c->err), "spooling rows failed");
+        }
+        if (c->failed || abort_reason != NULL) {
+            snprintf(err, errlen, "%s",
+                     abort_reason != NULL ? abort_reason : c->err);
+            return -1;
+        }
+        return 0;
+    }
+
     if (abort_reason == NULL) {
         mc_pgcopy_flush(c);
     }
@@ -202,8 +254,14 @@ mc_pgcopy_put(mc_pgcopy_t *c, const char *p, size_t n)
 static void
 mc_pgcopy_flush(mc_pgcopy_t *c)
 {
-    if (c->len > 0 && !c->failed
-        && PQputCopyData(c->conn, c->buf, (int) c->len) != 1)
+    if (c->len > 0 && !c->failed && c->file != NULL) {
+        if (fwrite(c->buf, 1, c->len, c->file) != c->len) {
+            c->failed = 1;
+            snprintf(c->err, sizeof(c->err), "spooling rows failed");
+        }
+
+    } else if (c->len > 0 && !c->failed
+               && PQputCopyData(c->conn, c->buf, (int) c->len) != 1)
     {
         c->failed = 1;
         snprintf(c->err, sizeof(c->err), "COPY: %s",

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <libpq-fe.h>
 
@@ -22,6 +23,7 @@
 
 typedef struct {
     PGconn   *conn;
+    FILE     *file;             /* or rows go to a file, to COPY later */
     size_t    len;
     int       fields;           /* in the current row */
     int       failed;
@@ -34,6 +36,15 @@ typedef struct {
 /* sends `sql` (a COPY ... FROM STDIN); 0, or -1 with the reason in err */
 int mc_pgcopy_begin(mc_pgcopy_t *c, PGconn *conn, const char *sql,
     char *err, size_t errlen);
+
+/*
+ * The same rows into a file (a temporary one), for a producer that must
+ * not wait for the connection; mc_pgcopy_end() flushes it, and
+ * mc_pgcopy_send_file() later sends its contents into a COPY.
+ */
+void mc_pgcopy_begin_file(mc_pgcopy_t *c, FILE *file);
+int mc_pgcopy_send_file(mc_pgcopy_t *c, FILE *file, char *err,
+    size_t errlen);
 
 /* one field of the current row: text (escaped here), integer or NULL */
 void mc_pgcopy_text(mc_pgcopy_t *c, const char *s);

@@ -17,11 +17,13 @@
 
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 #include <openssl/evp.h>
@@ -45,6 +47,18 @@ typedef struct {
     char                      control_sha[65];
     char                      grace[32];
     char                      deals_digest[33];
+
+    /* the MT5 fetch runs in its own thread, spooling rows to a file,
+       while the settlement file is loaded */
+    pthread_t                 fetch_tid;
+    int                       fetch_started;
+    volatile sig_atomic_t     fetch_abort;
+    volatile int              fetch_done;
+    int                       fetch_rc;
+    FILE                     *fetch_spool;
+    mc_pgcopy_t              *fetch_copy;
+    char                      fetch_err[1024];
+    double                    fetch_seconds;
     int64_t                   run_id;
     int64_t                   window_start, window_end, deal_window_end;
     mc_recon_fetch_stats_t    fetched;
@@ -62,6 +76,10 @@ static int mc_recon_digits(mc_recon_t *r);
 static int mc_recon_begin(mc_recon_t *r);
 static int mc_recon_copy_settlement(mc_recon_t *r);
 static int mc_recon_copy_control(mc_recon_t *r);
+static int mc_recon_fetch_start(mc_recon_t *r);
+static void *mc_recon_fetch_thread(void *arg);
+static int mc_recon_fetch_wait(mc_recon_t *r, int abandon);
+static int mc_recon_load_settlement(mc_recon_t *r);
 static int mc_recon_copy_deals(mc_recon_t *r);
 static int mc_recon_finish(mc_recon_t *r);
 static int mc_recon_incomplete(mc_recon_t *r, const char *reason);
@@ -118,8 +136,21 @@ mc_recon_run(mc_config_t *cfg, const mc_recon_opts_t *o,
     r->started = mc_recon_now();
 
     if ((rc = mc_recon_digits(r)) != 0 || (rc = mc_recon_begin(r)) != 0
-        || (rc = mc_recon_copy_settlement(r)) != 0
+        || (rc = mc_recon_fetch_start(r)) != 0)
+    {
+        goto done;
+    }
+
+    /* MT5 is asked while the database takes the settlement file */
+    if ((rc = mc_recon_copy_settlement(r)) != 0
         || (rc = mc_recon_copy_control(r)) != 0
+        || (rc = mc_recon_load_settlement(r)) != 0)
+    {
+        (void) mc_recon_fetch_wait(r, 1);
+        goto done;
+    }
+
+    if ((rc = mc_recon_fetch_wait(r, 0)) != 0
         || (rc = mc_recon_copy_deals(r)) != 0)
     {
         goto done;
@@ -143,6 +174,11 @@ done:
         PQfinish(r->conn);
     }
 
+    if (r->fetch_spool != NULL) {
+        fclose(r->fetch_spool);
+    }
+
+    free(r->fetch_copy);
     free(r);
     return rc;
 }
@@ -439,11 +475,127 @@ mc_recon_copy_control(mc_recon_t *r)
 }
 
 
+/* the deals go to an unlinked temporary file first, a buffer at a time */
+static int
+mc_recon_fetch_start(mc_recon_t *r)
+{
+    r->fetch_spool = tmpfile();
+    r->fetch_copy = malloc(sizeof(mc_pgcopy_t));
+
+    if (r->fetch_spool == NULL || r->fetch_copy == NULL) {
+        snprintf(r->err, sizeof(r->err), "a spool file for MT5's deals: %s",
+                 strerror(errno));
+        return MC_RECON_FAILED;
+    }
+
+    mc_pgcopy_begin_file(r->fetch_copy, r->fetch_spool);
+
+    if (pthread_create(&r->fetch_tid, NULL, mc_recon_fetch_thread, r) != 0) {
+        snprintf(r->err, sizeof(r->err), "cannot start the MT5 fetch");
+        return MC_RECON_FAILED;
+    }
+
+    r->fetch_started = 1;
+    return 0;
+}
+
+
+static void *
+mc_recon_fetch_thread(void *arg)
+{
+    mc_recon_t  *r = arg;
+    double       t0 = mc_recon_now();
+    char         err[1024];
+
+    r->fetch_rc = mc_recon_fetch(r->cfg, r->fetch_copy, r->run_id,
+                                 r->window_start, r->deal_window_end,
+                                 &r->fetch_abort, &r->fetched,
+                                 r->deals_digest, r->fetch_err,
+                                 sizeof(r->fetch_err));
+
+    if (mc_pgcopy_end(r->fetch_copy, NULL, err, sizeof(err)) != 0
+        && r->fetch_rc == 0)
+    {
+        r->fetch_rc = -1;
+        snprintf(r->fetch_err, sizeof(r->fetch_err), "%s", err);
+    }
+
+    r->fetch_seconds = mc_recon_now() - t0;
+    __atomic_store_n(&r->fetch_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+
+/*
+ * Waits for the fetch, passing a SIGTERM on to it; `abandon`: the run is
+ * failing anyway, stop the fetch at its next login.  0, or the outcome
+ * of an incomplete fetch (the run is recorded as incomplete).
+ */
+static int
+mc_recon_fetch_wait(mc_recon_t *r, int abandon)
+{
+    char  why[1200];
+
+    if (!r->fetch_started) {
+        return 0;
+    }
+
+    if (abandon) {
+        r->fetch_abort = 1;
+    }
+
+    while (!__atomic_load_n(&r->fetch_done, __ATOMIC_ACQUIRE)) {
+        if (*r->stop) {
+            r->fetch_abort = 1;
+        }
+        usleep(20000);
+    }
+
+    pthread_join(r->fetch_tid, NULL);
+    r->fetch_started = 0;
+
+    if (abandon) {
+        return 0;
+    }
+
+    if (r->fetch_rc != 0) {
+        snprintf(why, sizeof(why), "MT5 deals incomplete: %s", r->fetch_err);
+        return mc_recon_incomplete(r, why);
+    }
+
+    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": MT5 deals fetched in "
+           "%.1f s, beside the settlement", r->run_id, r->fetch_seconds);
+    r->started = mc_recon_now();
+    return 0;
+}
+
+
+static int
+mc_recon_load_settlement(mc_recon_t *r)
+{
+    PGresult    *res;
+    char         run[24];
+    const char  *params[1] = { run };
+
+    snprintf(run, sizeof(run), "%" PRId64, r->run_id);
+
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_load_settlement($1)", 1,
+                        params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        return mc_recon_input_error(r, res);
+    }
+    PQclear(res);
+
+    mc_recon_phase(r, "settlement checked and loaded");
+    return 0;
+}
+
+
 static int
 mc_recon_copy_deals(mc_recon_t *r)
 {
     int           n;
-    char          perr[1024], why[1200];
+    char          perr[1024];
     mc_pgcopy_t  *copy;
 
     copy = malloc(sizeof(mc_pgcopy_t));
@@ -459,14 +611,11 @@ mc_recon_copy_deals(mc_recon_t *r)
         return MC_RECON_FAILED;
     }
 
-    if (mc_recon_fetch(r->cfg, copy, r->run_id, r->window_start,
-                       r->deal_window_end, r->stop, &r->fetched,
-                       r->deals_digest, perr, sizeof(perr)) != 0)
-    {
-        snprintf(why, sizeof(why), "MT5 deals incomplete: %s", perr);
-        (void) mc_pgcopy_end(copy, why, r->err, sizeof(r->err));
+    if (mc_pgcopy_send_file(copy, r->fetch_spool, perr, sizeof(perr)) != 0) {
+        (void) mc_pgcopy_end(copy, perr, r->err, sizeof(r->err));
+        snprintf(r->err, sizeof(r->err), "database: %s", perr);
         free(copy);
-        return mc_recon_incomplete(r, why);
+        return MC_RECON_FAILED;
     }
 
     n = mc_pgcopy_end(copy, NULL, perr, sizeof(perr));
@@ -477,7 +626,7 @@ mc_recon_copy_deals(mc_recon_t *r)
         return MC_RECON_FAILED;
     }
 
-    mc_recon_phase(r, "MT5 deals fetched and copied");
+    mc_recon_phase(r, "MT5 deals copied");
 
     mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %" PRIu64 " settlement "
            "rows, %" PRIu64 " control totals; MT5: %" PRIu64 " servers, %"
@@ -499,7 +648,8 @@ mc_recon_finish(mc_recon_t *r)
 
     snprintf(run, sizeof(run), "%" PRId64, r->run_id);
 
-    res = mc_recon_exec(r, "SELECT mt5credit.recon_load($1, $2)", 2, params);
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_load_deals($1, $2)", 2,
+                        params);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         return mc_recon_input_error(r, res);
     }
@@ -512,7 +662,7 @@ mc_recon_finish(mc_recon_t *r)
         return mc_recon_incomplete(r, why);
     }
     PQclear(res);
-    mc_recon_phase(r, "inputs checked and loaded");
+    mc_recon_phase(r, "deals checked and loaded");
 
     res = mc_recon_exec(r, "SELECT mt5credit.recon_match($1)", 1, params);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {

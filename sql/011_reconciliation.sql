@@ -293,14 +293,16 @@ $$;
 
 
 --
--- recon_load(): moves the staged inputs into the run, refusing what a
--- line parser cannot see: a row id twice, a row outside the day, a
--- currency we do not know.  Errors name the file's lines.  Returns NULL,
--- or why the inputs are not complete.  p_deals_digest: the job's digest
--- of MT5's deals as it fetched them.
+-- recon_load_settlement() and recon_load_deals(): move the staged inputs
+-- into the run, refusing what a line parser cannot see: a row id twice,
+-- a row outside the day, a currency we do not know.  Errors name the
+-- file's lines.  Two calls, because the job loads the settlement file
+-- while MT5's deals are still being fetched.  recon_load_deals() returns
+-- NULL, or why the inputs are not complete; p_deals_digest is the job's
+-- digest of the deals as it fetched them.
 --
-CREATE FUNCTION mt5credit.recon_load(p_run bigint, p_deals_digest text)
-RETURNS text
+CREATE FUNCTION mt5credit.recon_load_settlement(p_run bigint)
+RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 -- sorts and hashes of a million rows in memory, not in temp files
@@ -309,15 +311,11 @@ AS $$
 DECLARE
     r       recon_run;
     v_bad   record;
-    v_why   text;
-    v_twice boolean;
 BEGIN
     SELECT * INTO STRICT r FROM recon_run WHERE id = p_run FOR UPDATE;
     IF r.verdict <> 'running' THEN
         RAISE EXCEPTION 'run % is finished', p_run USING ERRCODE = 'MC031';
     END IF;
-
-    UPDATE recon_run SET deals_digest = p_deals_digest WHERE id = p_run;
 
     SELECT min(line_no) AS first, max(line_no) AS second, row_id INTO v_bad
     FROM recon_settlement_in WHERE run_id = p_run
@@ -377,6 +375,31 @@ BEGIN
     SELECT run_id, payout_id, line_no, currency, amount_minor, row_count
     FROM recon_control_in WHERE run_id = p_run;
 
+    DELETE FROM recon_settlement_in WHERE run_id = p_run;
+    DELETE FROM recon_control_in WHERE run_id = p_run;
+END
+$$;
+
+
+CREATE FUNCTION mt5credit.recon_load_deals(p_run bigint, p_deals_digest text)
+RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+SET work_mem = '32MB'
+AS $$
+DECLARE
+    r       recon_run;
+    v_bad   record;
+    v_why   text;
+    v_twice boolean;
+BEGIN
+    SELECT * INTO STRICT r FROM recon_run WHERE id = p_run FOR UPDATE;
+    IF r.verdict <> 'running' THEN
+        RAISE EXCEPTION 'run % is finished', p_run USING ERRCODE = 'MC031';
+    END IF;
+
+    UPDATE recon_run SET deals_digest = p_deals_digest WHERE id = p_run;
+
     -- the same deal twice (overlapping pages) is one deal; the same ticket
     -- with other content is a source that contradicts itself
     SELECT mt5_server, deal_ticket,
@@ -419,8 +442,6 @@ BEGIN
         FROM recon_deal_in WHERE run_id = p_run;
     END IF;
 
-    DELETE FROM recon_settlement_in WHERE run_id = p_run;
-    DELETE FROM recon_control_in WHERE run_id = p_run;
     DELETE FROM recon_deal_in WHERE run_id = p_run;
 
     RETURN coalesce(v_why, recon_completeness(p_run));
@@ -557,16 +578,13 @@ BEGIN
     -- provider and currency during the day
     CREATE TEMP TABLE recon_scope ON COMMIT DROP AS
     SELECT c.*, o.provider_payment_id AS original_key
-    FROM (SELECT c1.* FROM mt5_credit c1
-          WHERE c1.provider = r.provider
-            AND c1.provider_payment_id IN (SELECT provider_key
-                                           FROM recon_moved)
-          UNION
-          SELECT c2.* FROM mt5_credit c2
-          WHERE c2.provider = r.provider AND c2.paid_currency = r.currency
-            AND c2.created_at >= r.window_start
-            AND c2.created_at < r.window_end) c
-    LEFT JOIN mt5_credit o ON o.id = c.original_credit_id;
+    FROM mt5_credit c
+    LEFT JOIN mt5_credit o ON o.id = c.original_credit_id
+    WHERE c.provider = r.provider
+      AND (c.provider_payment_id IN (SELECT provider_key FROM recon_moved)
+           OR (c.paid_currency = r.currency
+               AND c.created_at >= r.window_start
+               AND c.created_at < r.window_end));
     ANALYZE recon_scope;
 
     v_digest := recon_digest(p_run);
@@ -587,6 +605,7 @@ BEGIN
     FROM recon_deal
     WHERE run_id = p_run AND comment ~ v_refpat
     GROUP BY comment;
+    ANALYZE recon_ref;
 
     CREATE TEMP TABLE recon_join ON COMMIT DROP AS
     SELECT s.row_id, s.category, s.provider_key AS s_key, s.payment_id,
@@ -597,6 +616,7 @@ BEGIN
            c.original_key, c.provider_payment_id
     FROM recon_moved s
     FULL JOIN recon_scope c ON c.provider_payment_id = s.provider_key;
+    ANALYZE recon_join;
 
     -- refunds the file names otherwise: by original payment and amount
     CREATE TEMP TABLE recon_refund_pair ON COMMIT DROP AS
@@ -654,6 +674,7 @@ BEGIN
     LEFT JOIN (SELECT reference FROM recon_join WHERE reference IS NOT NULL
                GROUP BY reference HAVING count(*) > 1) t
            ON t.reference = j.reference;
+    ANALYZE recon_pair;
 
     -- the findings: (kind, key, severity, movement, pair) per difference;
     -- a movement where all three agree is passed over in one test
@@ -747,6 +768,8 @@ BEGIN
       AND (d.comment !~ v_refpat
            OR NOT EXISTS (SELECT 1 FROM mt5_credit c
                           WHERE c.reference = d.comment));
+
+    ANALYZE recon_found;
 
     -- the deals the findings are about, gathered in one pass each: by
     -- reference for a movement, by ticket for a deal nobody explains
@@ -949,7 +972,8 @@ CREATE TRIGGER recon_item_append_only
 
 GRANT EXECUTE ON FUNCTION
     mt5credit.recon_begin(text, date, text, text, text, text, text, interval),
-    mt5credit.recon_load(bigint, text),
+    mt5credit.recon_load_settlement(bigint),
+    mt5credit.recon_load_deals(bigint, text),
     mt5credit.recon_match(bigint),
     mt5credit.recon_incomplete(text, date, text, text, text, text, text,
                                interval, text)

@@ -181,7 +181,18 @@ my $conf = Mt5Credit::Worker::config($sb, 'recon',
     servers => [ [ 'live1', $sim, recon_groups => 'real\\usd' ] ],
     recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
         . ' dbname=mt5credit user=recon application_name=recon-bench"',
-    recon_out => $dir, call_timeout => 60, lease => 200);
+    recon_out => $dir, call_timeout => 60, lease => 200,
+    recon_sessions => $ENV{BENCH_RECON_SESSIONS} || 1);
+
+# CPU seconds of a process so far (user + system)
+sub cpu_of {
+    my ($p) = @_;
+    open my $s, '<', "/proc/$p/stat" or return 0;
+    my @f = split ' ', (<$s> =~ s/^.*\) //r);
+    return ($f[11] + $f[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK());
+}
+my $sim_cpu0 = cpu_of($sim->pid);
+my @times0 = times;
 
 my ($backend_hwm, $client_hwm) = (0, 0);
 $t0 = time;
@@ -189,7 +200,9 @@ my $pid = fork // die;
 if (!$pid) {
     open STDOUT, '>', "$dir/recon.out";
     open STDERR, '>&', \*STDOUT;
-    exec $Mt5Credit::Worker::BIN, 'reconcile', '-c', $conf, '--provider',
+    my @perf = $ENV{BENCH_RECON_PERF}
+        ? ('perf', 'record', '-g', '-o', "$dir/perf.data") : ();
+    exec @perf, $Mt5Credit::Worker::BIN, 'reconcile', '-c', $conf, '--provider',
         'stripe', '--day', $day, '--tz', 'UTC', '--currency', 'USD',
         '--format', 'stripe', '--settlement', $csv, '--control', $control;
     exit 127;
@@ -216,6 +229,9 @@ while (waitpid($pid, POSIX::WNOHANG()) == 0) {
 }
 my $rc = $? >> 8;
 my $wall = time - $t0;
+my @times1 = times;
+my $client_cpu = ($times1[2] + $times1[3]) - ($times0[2] + $times0[3]);
+my $sim_cpu = cpu_of($sim->pid) - $sim_cpu0;
 
 open my $o, '<', "$dir/recon.out" or die $!;
 my $out = do { local $/; <$o> };
@@ -229,7 +245,8 @@ my %kinds = map { $_->[0] => $_->[1] } @{ $sb->psql(
 my $found = 0;
 $found += $_ for values %kinds;
 
-printf "  reconcile: %.1f s wall (target <= 60 s)\n", $wall;
+printf "  reconcile: %.1f s wall (target <= 60 s); CPU: mt5credit %.1f s, "
+     . "MT5 simulator %.1f s\n", $wall, $client_cpu, $sim_cpu;
 printf "  peak memory: mt5credit %.0f MB, its PostgreSQL backend %.0f MB "
      . "(target <= 256 MB)\n", $client_hwm / 1048576, $backend_hwm / 1048576;
 print "  $1\n" while $out =~ /INFO (reconcile run \d+: .*)$/mg;
