@@ -182,7 +182,7 @@ my $conf = Mt5Credit::Worker::config($sb, 'recon',
     recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
         . ' dbname=mt5credit user=recon application_name=recon-bench"',
     recon_out => $dir, call_timeout => 60, lease => 200,
-    recon_sessions => $ENV{BENCH_RECON_SESSIONS} || 1);
+    recon_sessions => $ENV{BENCH_RECON_SESSIONS} || 2);
 
 # CPU seconds of a process so far (user + system)
 sub cpu_of {

@@ -83,6 +83,8 @@ static json_t *mt5sim_deal_total(mt5sim_t *srv, mt5sim_session_t *s,
     const mt5sim_params_t *p, const mt5sim_fault_take_t *f);
 static json_t *mt5sim_deal_page(mt5sim_t *srv, mt5sim_session_t *s,
     const mt5sim_params_t *p, const mt5sim_fault_take_t *f);
+static json_t *mt5sim_deal_copies(mt5sim_t *srv, const mt5sim_deal_t *d,
+    size_t n, uint64_t asked, const mt5sim_fault_take_t *f);
 static json_t *mt5sim_deal_list(mt5sim_t *srv, size_t *idx, size_t n,
     uint64_t asked, const mt5sim_fault_take_t *f);
 static int mt5sim_list_u64(const char *text, json_t *arr, uint64_t **v,
@@ -604,6 +606,32 @@ mt5sim_deal_list(mt5sim_t *srv, size_t *idx, size_t n, uint64_t asked,
 }
 
 
+/*
+ * The same from copies of the deals, taken under the ledger lock and
+ * rendered after it: sessions reading deals in parallel are not
+ * serialized on JSON work (the simulator must not be the bottleneck of a
+ * reconciliation benchmark).
+ */
+static json_t *
+mt5sim_deal_copies(mt5sim_t *srv, const mt5sim_deal_t *d, size_t n,
+    uint64_t asked, const mt5sim_fault_take_t *f)
+{
+    json_t  *list = json_array();
+    size_t   i;
+
+    if (MT5SIM_HAS(f, MT5SIM_F_EMPTY_PAGE)) {
+        n = 0;
+    } else if (MT5SIM_HAS(f, MT5SIM_F_PARTIAL_PAGE) && n > 0) {
+        n--;
+    }
+    for (i = 0; i < n; i++) {
+        json_array_append_new(list, mt5sim_render_deal(&srv->render, &d[i],
+                              MT5SIM_ID(f, asked ? asked : d[i].login)));
+    }
+    return list;
+}
+
+
 /* deal/get_page: offset 0-based, total <= 100, by (Time, Deal) */
 static json_t *
 mt5sim_deal_page(mt5sim_t *srv, mt5sim_session_t *s,
@@ -612,9 +640,10 @@ mt5sim_deal_page(mt5sim_t *srv, mt5sim_session_t *s,
     mt5sim_account_t  *a;
     uint64_t           login, offset, total;
     int64_t            from, to;
-    size_t             first, count, n;
+    size_t             first, count, n, i;
     json_t            *list;
     int                rc;
+    mt5sim_deal_t      page[MT5SIM_PAGE_MAX];
 
     if (mt5sim_window(p, &login, &from, &to) != 0
         || mt5sim_parse_u64(mt5sim_param(p, "offset"), &offset) != 0
@@ -639,9 +668,12 @@ mt5sim_deal_page(mt5sim_t *srv, mt5sim_session_t *s,
     if (offset < count) {
         n = count - offset < total ? count - offset : total;
     }
-    list = mt5sim_deal_list(srv, n ? a->deals + first + offset : NULL, n,
-                            login, f);
+    for (i = 0; i < n; i++) {
+        page[i] = srv->ledger.deals[a->deals[first + offset + i]];
+    }
     pthread_mutex_unlock(&srv->ledger.lock);
+
+    list = mt5sim_deal_copies(srv, page, n, login, f);
     return mt5sim_answer(list);
 }
 
