@@ -59,6 +59,7 @@ typedef struct {
     mc_pgcopy_t              *fetch_copy;
     char                      fetch_err[1024];
     double                    fetch_seconds;
+    char                     *settlement_incomplete;  /* why, or NULL */
     int64_t                   run_id;
     int64_t                   window_start, window_end, deal_window_end;
     mc_recon_fetch_stats_t    fetched;
@@ -179,6 +180,7 @@ done:
     }
 
     free(r->fetch_copy);
+    free(r->settlement_incomplete);
     free(r);
     return rc;
 }
@@ -566,6 +568,11 @@ mc_recon_fetch_wait(mc_recon_t *r, int abandon)
     mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": MT5 deals fetched in "
            "%.1f s, beside the settlement", r->run_id, r->fetch_seconds);
     r->started = mc_recon_now();
+
+    if (r->settlement_incomplete != NULL) {
+        return mc_recon_incomplete(r, r->settlement_incomplete);
+    }
+
     return 0;
 }
 
@@ -583,6 +590,11 @@ mc_recon_load_settlement(mc_recon_t *r)
                         params);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         return mc_recon_input_error(r, res);
+    }
+
+    /* reported once the fetch is over: an incomplete MT5 side says more */
+    if (!PQgetisnull(res, 0, 0)) {
+        r->settlement_incomplete = strdup(PQgetvalue(res, 0, 0));
     }
     PQclear(res);
 

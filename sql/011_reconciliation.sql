@@ -297,16 +297,19 @@ $$;
 -- into the run, refusing what a line parser cannot see: a row id twice,
 -- a row outside the day, a currency we do not know.  Errors name the
 -- file's lines.  Two calls, because the job loads the settlement file
--- while MT5's deals are still being fetched.  recon_load_deals() returns
--- NULL, or why the inputs are not complete; p_deals_digest is the job's
--- digest of the deals as it fetched them.
+-- while MT5's deals are still being fetched.  Each returns NULL, or why
+-- its input is not complete (the file's control totals; deals that
+-- contradict themselves); p_deals_digest is the job's digest of the
+-- deals as it fetched them.
 --
 CREATE FUNCTION mt5credit.recon_load_settlement(p_run bigint)
-RETURNS void
+RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 -- sorts and hashes of a million rows in memory, not in temp files
 SET work_mem = '32MB'
+-- a plan compiled per run costs more than it saves on set operations
+SET jit = off
 AS $$
 DECLARE
     r       recon_run;
@@ -375,8 +378,13 @@ BEGIN
     SELECT run_id, payout_id, line_no, currency, amount_minor, row_count
     FROM recon_control_in WHERE run_id = p_run;
 
+    -- the planner must know a day's rows are here (autovacuum comes later)
+    ANALYZE recon_settlement;
+
     DELETE FROM recon_settlement_in WHERE run_id = p_run;
     DELETE FROM recon_control_in WHERE run_id = p_run;
+
+    RETURN recon_completeness(p_run);
 END
 $$;
 
@@ -386,6 +394,8 @@ RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 SET work_mem = '32MB'
+-- a plan compiled per run costs more than it saves on set operations
+SET jit = off
 AS $$
 DECLARE
     r       recon_run;
@@ -443,8 +453,9 @@ BEGIN
     END IF;
 
     DELETE FROM recon_deal_in WHERE run_id = p_run;
+    ANALYZE recon_deal;
 
-    RETURN coalesce(v_why, recon_completeness(p_run));
+    RETURN v_why;
 END
 $$;
 
@@ -554,6 +565,8 @@ RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 SET work_mem = '32MB'
+-- a plan compiled per run costs more than it saves on set operations
+SET jit = off
 AS $$
 DECLARE
     r          recon_run;
@@ -577,9 +590,11 @@ BEGIN
     -- our credits in scope: named by a settled row, or made for this
     -- provider and currency during the day
     CREATE TEMP TABLE recon_scope ON COMMIT DROP AS
-    SELECT c.*, o.provider_payment_id AS original_key
+    SELECT c.*,
+           CASE WHEN c.original_credit_id IS NOT NULL THEN
+               (SELECT o.provider_payment_id FROM mt5_credit o
+                WHERE o.id = c.original_credit_id) END AS original_key
     FROM mt5_credit c
-    LEFT JOIN mt5_credit o ON o.id = c.original_credit_id
     WHERE c.provider = r.provider
       AND (c.provider_payment_id IN (SELECT provider_key FROM recon_moved)
            OR (c.paid_currency = r.currency
@@ -597,83 +612,75 @@ BEGIN
         RETURN 'unchanged:' || v_prev.id;
     END IF;
 
-    -- deals per reference (the comment); only ours
+    -- deals per comment; those that are a credit's reference pair below
     CREATE TEMP TABLE recon_ref ON COMMIT DROP AS
     SELECT comment AS reference, count(*) AS n,
            min(mt5_server) AS server, min(mt5_login) AS login,
            min(amount_minor) AS amount, min(currency) AS currency
     FROM recon_deal
-    WHERE run_id = p_run AND comment ~ v_refpat
+    WHERE run_id = p_run
     GROUP BY comment;
     ANALYZE recon_ref;
 
-    CREATE TEMP TABLE recon_join ON COMMIT DROP AS
-    SELECT s.row_id, s.category, s.provider_key AS s_key, s.payment_id,
-           s.gross_minor, s.currency AS s_currency, s.created_at AS s_at,
-           c.id AS credit_id, c.kind, c.direction, c.reference, c.status,
-           c.mt5_server, c.mt5_login, c.amount_minor, c.currency,
-           c.paid_amount_minor, c.paid_currency, c.deposit_id,
-           c.original_key, c.provider_payment_id
-    FROM recon_moved s
-    FULL JOIN recon_scope c ON c.provider_payment_id = s.provider_key;
-    ANALYZE recon_join;
-
-    -- refunds the file names otherwise: by original payment and amount
+    -- refunds the file names otherwise than the webhook did (Stripe's
+    -- cumulative amount_refunded): unpaired refund rows and unpaired
+    -- refund credits meet by original payment and amount, one to one
     CREATE TEMP TABLE recon_refund_pair ON COMMIT DROP AS
     WITH s AS (
-        SELECT row_id, payment_id, -gross_minor AS amount,
-               row_number() OVER (PARTITION BY payment_id, gross_minor
-                                  ORDER BY s_at, row_id) AS rn
-        FROM recon_join
-        WHERE credit_id IS NULL AND category = 'refund'
+        SELECT m.row_id, m.payment_id, -m.gross_minor AS amount,
+               row_number() OVER (PARTITION BY m.payment_id, m.gross_minor
+                                  ORDER BY m.created_at, m.row_id) AS rn
+        FROM recon_moved m
+        WHERE m.category = 'refund'
+          AND NOT EXISTS (SELECT 1 FROM recon_scope c
+                          WHERE c.provider_payment_id = m.provider_key)
     ), c AS (
-        SELECT credit_id, original_key, paid_amount_minor AS amount,
-               row_number() OVER (PARTITION BY original_key,
-                                               paid_amount_minor
-                                  ORDER BY credit_id) AS rn
-        FROM recon_join
-        WHERE row_id IS NULL AND kind = 'refund'
+        SELECT c.provider_payment_id, c.original_key,
+               c.paid_amount_minor AS amount,
+               row_number() OVER (PARTITION BY c.original_key,
+                                               c.paid_amount_minor
+                                  ORDER BY c.id) AS rn
+        FROM recon_scope c
+        WHERE c.kind = 'refund'
+          AND NOT EXISTS (SELECT 1 FROM recon_moved m
+                          WHERE m.provider_key = c.provider_payment_id)
     )
-    SELECT s.row_id, c.credit_id
+    SELECT s.row_id, c.provider_payment_id AS credit_key
     FROM s JOIN c ON c.original_key = s.payment_id AND c.amount = s.amount
                  AND c.rn = s.rn;
-
-    IF EXISTS (SELECT 1 FROM recon_refund_pair) THEN
-        UPDATE recon_join p
-        SET row_id = s.row_id, category = s.category, s_key = s.s_key,
-            payment_id = s.payment_id, gross_minor = s.gross_minor,
-            s_currency = s.s_currency, s_at = s.s_at
-        FROM recon_refund_pair x
-        JOIN recon_join s ON s.row_id = x.row_id AND s.credit_id IS NULL
-        WHERE p.credit_id = x.credit_id AND p.row_id IS NULL;
-
-        DELETE FROM recon_join p USING recon_refund_pair x
-        WHERE p.row_id = x.row_id AND p.credit_id IS NULL;
-    END IF;
 
     -- one row per movement: its settlement row, its credit, its deals.
     -- pair_key names it in items and cases: the credit's reference, or
     -- the settlement row when there is no credit (or, rarely, when two
     -- rows name one credit)
     CREATE TEMP TABLE recon_pair ON COMMIT DROP AS
-    SELECT j.*,
-           coalesce(j.category,
-                    CASE WHEN j.kind = 'deposit' THEN 'payment'
-                         WHEN j.kind = 'refund' THEN 'refund'
-                         WHEN j.kind = 'correction' THEN 'correction'
-                         WHEN j.direction = 'debit' THEN 'chargeback'
+    SELECT s.row_id, s.category, s.provider_key AS s_key, s.payment_id,
+           s.gross_minor, s.currency AS s_currency, s.created_at AS s_at,
+           c.id AS credit_id, c.kind, c.direction, c.reference, c.status,
+           c.mt5_server, c.mt5_login, c.amount_minor, c.currency,
+           c.paid_amount_minor, c.paid_currency, c.deposit_id,
+           c.original_key, c.provider_payment_id,
+           coalesce(s.category,
+                    CASE WHEN c.kind = 'deposit' THEN 'payment'
+                         WHEN c.kind = 'refund' THEN 'refund'
+                         WHEN c.kind = 'correction' THEN 'correction'
+                         WHEN c.direction = 'debit' THEN 'chargeback'
                          ELSE 'chargeback_reversal' END) AS movement,
-           CASE WHEN j.reference IS NULL THEN 'settlement:' || j.row_id
-                WHEN t.reference IS NOT NULL THEN j.reference || '/' || j.row_id
-                ELSE j.reference END AS pair_key,
+           CASE WHEN c.reference IS NULL THEN 'settlement:' || s.row_id
+                WHEN t.provider_key IS NOT NULL
+                THEN c.reference || '/' || s.row_id
+                ELSE c.reference END AS pair_key,
            coalesce(d.n, 0) AS n_deals, d.server AS d_server,
            d.login AS d_login, d.amount AS d_amount,
            d.currency AS d_currency
-    FROM recon_join j
-    LEFT JOIN recon_ref d ON d.reference = j.reference
-    LEFT JOIN (SELECT reference FROM recon_join WHERE reference IS NOT NULL
-               GROUP BY reference HAVING count(*) > 1) t
-           ON t.reference = j.reference;
+    FROM (SELECT m.*, coalesce(x.credit_key, m.provider_key) AS join_key
+          FROM recon_moved m
+          LEFT JOIN recon_refund_pair x ON x.row_id = m.row_id) s
+    FULL JOIN recon_scope c ON c.provider_payment_id = s.join_key
+    LEFT JOIN recon_ref d ON d.reference = c.reference
+    LEFT JOIN (SELECT provider_key FROM recon_moved
+               GROUP BY provider_key HAVING count(*) > 1) t
+           ON t.provider_key = s.join_key;
     ANALYZE recon_pair;
 
     -- the findings: (kind, key, severity, movement, pair) per difference;
@@ -755,19 +762,27 @@ BEGIN
                                AND o.verdict NOT IN ('running',
                                                      'incomplete')));
 
-    -- deals of the day that no credit explains
+    -- deals of the day that no credit explains: first those no credit in
+    -- scope explains (one hash anti-join), then of these the ones that are
+    -- no credit's at all (one index probe each, for a few)
     INSERT INTO recon_found
-    SELECT CASE WHEN d.comment ~ v_refpat THEN 'deal_unknown_reference'
+    WITH unexplained AS MATERIALIZED (
+        SELECT d.mt5_server, d.deal_ticket, d.comment
+        FROM recon_deal d
+        WHERE d.run_id = p_run
+          AND d.deal_time >= r.window_start AND d.deal_time < r.window_end
+          AND NOT EXISTS (SELECT 1 FROM recon_pair p
+                          WHERE p.reference = d.comment)
+    )
+    SELECT CASE WHEN u.comment ~ v_refpat THEN 'deal_unknown_reference'
                 ELSE 'deal_without_reference' END,
-           'deal:' || d.mt5_server || ':' || d.deal_ticket,
-           CASE WHEN d.comment ~ v_refpat THEN 'critical' ELSE 'medium' END,
-           'unattributed', NULL, d.mt5_server, d.deal_ticket
-    FROM recon_deal d
-    WHERE d.run_id = p_run
-      AND d.deal_time >= r.window_start AND d.deal_time < r.window_end
-      AND (d.comment !~ v_refpat
-           OR NOT EXISTS (SELECT 1 FROM mt5_credit c
-                          WHERE c.reference = d.comment));
+           'deal:' || u.mt5_server || ':' || u.deal_ticket,
+           CASE WHEN u.comment ~ v_refpat THEN 'critical' ELSE 'medium' END,
+           'unattributed', NULL, u.mt5_server, u.deal_ticket
+    FROM unexplained u
+    WHERE u.comment !~ v_refpat
+       OR NOT EXISTS (SELECT 1 FROM mt5_credit c
+                      WHERE c.reference = u.comment);
 
     ANALYZE recon_found;
 

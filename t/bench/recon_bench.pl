@@ -208,12 +208,17 @@ if (!$pid) {
     exit 127;
 }
 
-sub hwm {
-    my ($p) = @_;
+# peak resident set (the kernel's), and resident private memory (sampled:
+# a backend's RSS also counts the shared buffers it touched)
+sub hwm { status_kb($_[0], 'VmHWM') }
+sub anon { status_kb($_[0], 'RssAnon') }
+sub status_kb {
+    my ($p, $field) = @_;
     open my $s, '<', "/proc/$p/status" or return 0;
-    while (<$s>) { return $1 * 1024 if /^VmHWM:\s+(\d+) kB/ }
+    while (<$s>) { return $1 * 1024 if /^$field:\s+(\d+) kB/ }
     return 0;
 }
+my $backend_anon = 0;
 
 my $backend;
 while (waitpid($pid, POSIX::WNOHANG()) == 0) {
@@ -224,6 +229,8 @@ while (waitpid($pid, POSIX::WNOHANG()) == 0) {
     if ($backend) {
         $h = hwm($backend);
         $backend_hwm = $h if $h > $backend_hwm;
+        $h = anon($backend);
+        $backend_anon = $h if $h > $backend_anon;
     }
     sleep 0.2;
 }
@@ -247,8 +254,10 @@ $found += $_ for values %kinds;
 
 printf "  reconcile: %.1f s wall (target <= 60 s); CPU: mt5credit %.1f s, "
      . "MT5 simulator %.1f s\n", $wall, $client_cpu, $sim_cpu;
-printf "  peak memory: mt5credit %.0f MB, its PostgreSQL backend %.0f MB "
-     . "(target <= 256 MB)\n", $client_hwm / 1048576, $backend_hwm / 1048576;
+printf "  peak memory (target <= 256 MB): mt5credit %.0f MB; its PostgreSQL "
+     . "backend %.0f MB resident, of which %.0f MB its own (the rest: shared "
+     . "buffers it touched)\n", $client_hwm / 1048576,
+     $backend_hwm / 1048576, $backend_anon / 1048576;
 print "  $1\n" while $out =~ /INFO (reconcile run \d+: .*)$/mg;
 printf "  mismatches found %d of %d planted: %s\n", $found, $planted,
     join(', ', map { "$_ $kinds{$_}" } sort keys %kinds);
