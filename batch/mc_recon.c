@@ -77,6 +77,9 @@ static int mc_recon_digits(mc_recon_t *r);
 static int mc_recon_begin(mc_recon_t *r);
 static int mc_recon_copy_settlement(mc_recon_t *r);
 static int mc_recon_copy_control(mc_recon_t *r);
+static mc_pgcopy_t *mc_recon_copy_open(mc_recon_t *r, const char *sql);
+static int mc_recon_copy_close(mc_recon_t *r, mc_pgcopy_t *copy, int parsed,
+    const char *file, const char *perr);
 static int mc_recon_fetch_start(mc_recon_t *r);
 static void *mc_recon_fetch_thread(void *arg);
 static int mc_recon_fetch_wait(mc_recon_t *r, int abandon);
@@ -337,18 +340,12 @@ mc_recon_copy_settlement(mc_recon_t *r)
         return MC_RECON_BAD_INPUT;
     }
 
-    copy = malloc(sizeof(mc_pgcopy_t));
-    if (copy == NULL
-        || mc_pgcopy_begin(copy, r->conn,
+    copy = mc_recon_copy_open(r,
                "COPY mt5credit.recon_settlement_in (run_id, line_no, row_id, "
                "category, provider_key, payment_id, deposit_ref, currency, "
                "gross_minor, fee_minor, net_minor, created_text, "
-               "created_utc, payout_id) FROM STDIN", perr, sizeof(perr))
-           != 0)
-    {
-        snprintf(r->err, sizeof(r->err), "database: %s",
-                 copy ? perr : "out of memory");
-        free(copy);
+               "created_utc, payout_id) FROM STDIN");
+    if (copy == NULL) {
         mc_settle_close(rd);
         fclose(f);
         return MC_RECON_FAILED;
@@ -376,23 +373,12 @@ mc_recon_copy_settlement(mc_recon_t *r)
     mc_settle_close(rd);
     fclose(f);
 
-    if (n < 0) {
-        (void) mc_pgcopy_end(copy, perr, r->err, sizeof(r->err));
-        snprintf(r->err, sizeof(r->err), "%s: %s", r->o->settlement, perr);
-        free(copy);
-        return MC_RECON_BAD_INPUT;
+    n = mc_recon_copy_close(r, copy, n, r->o->settlement, perr);
+    if (n == 0) {
+        mc_recon_phase(r, "settlement file parsed and copied");
     }
 
-    n = mc_pgcopy_end(copy, NULL, perr, sizeof(perr));
-    free(copy);
-
-    if (n != 0) {
-        snprintf(r->err, sizeof(r->err), "database: %s", perr);
-        return MC_RECON_FAILED;
-    }
-
-    mc_recon_phase(r, "settlement file parsed and copied");
-    return 0;
+    return n;
 }
 
 
@@ -425,16 +411,10 @@ mc_recon_copy_control(mc_recon_t *r)
         return MC_RECON_BAD_INPUT;
     }
 
-    copy = malloc(sizeof(mc_pgcopy_t));
-    if (copy == NULL
-        || mc_pgcopy_begin(copy, r->conn,
+    copy = mc_recon_copy_open(r,
                "COPY mt5credit.recon_control_in (run_id, line_no, payout_id, "
-               "currency, amount_minor, row_count) FROM STDIN",
-               perr, sizeof(perr)) != 0)
-    {
-        snprintf(r->err, sizeof(r->err), "database: %s",
-                 copy ? perr : "out of memory");
-        free(copy);
+               "currency, amount_minor, row_count) FROM STDIN");
+    if (copy == NULL) {
         mc_settle_close(rd);
         fclose(f);
         return MC_RECON_FAILED;
@@ -458,18 +438,62 @@ mc_recon_copy_control(mc_recon_t *r)
     mc_settle_close(rd);
     fclose(f);
 
-    if (n < 0) {
-        (void) mc_pgcopy_end(copy, perr, r->err, sizeof(r->err));
-        snprintf(r->err, sizeof(r->err), "%s: %s", r->o->control, perr);
+    return mc_recon_copy_close(r, copy, n, r->o->control, perr);
+}
+
+
+static mc_pgcopy_t *
+mc_recon_copy_open(mc_recon_t *r, const char *sql)
+{
+    char          perr[1024];
+    mc_pgcopy_t  *copy;
+
+    copy = malloc(sizeof(mc_pgcopy_t));
+    if (copy == NULL) {
+        snprintf(r->err, sizeof(r->err), "out of memory");
+        return NULL;
+    }
+
+    if (mc_pgcopy_begin(copy, r->conn, sql, perr, sizeof(perr)) != 0) {
+        snprintf(r->err, sizeof(r->err), "database: %s", perr);
         free(copy);
+        return NULL;
+    }
+
+    return copy;
+}
+
+
+/*
+ * Ends a COPY fed from `file`: parsed < 0 means the input was refused at
+ * perr ("line N: ..."), and the server discards every row of it (a bad
+ * input; `file` NULL: the database side failed).  Frees the copy.
+ */
+static int
+mc_recon_copy_close(mc_recon_t *r, mc_pgcopy_t *copy, int parsed,
+    const char *file, const char *perr)
+{
+    int   rc;
+    char  err[1024];
+
+    if (parsed < 0) {
+        (void) mc_pgcopy_end(copy, perr, err, sizeof(err));
+        free(copy);
+
+        if (file == NULL) {
+            snprintf(r->err, sizeof(r->err), "database: %s", perr);
+            return MC_RECON_FAILED;
+        }
+
+        snprintf(r->err, sizeof(r->err), "%s: %s", file, perr);
         return MC_RECON_BAD_INPUT;
     }
 
-    n = mc_pgcopy_end(copy, NULL, perr, sizeof(perr));
+    rc = mc_pgcopy_end(copy, NULL, err, sizeof(err));
     free(copy);
 
-    if (n != 0) {
-        snprintf(r->err, sizeof(r->err), "database: %s", perr);
+    if (rc != 0) {
+        snprintf(r->err, sizeof(r->err), "database: %s", err);
         return MC_RECON_FAILED;
     }
 
@@ -610,31 +634,16 @@ mc_recon_copy_deals(mc_recon_t *r)
     char          perr[1024];
     mc_pgcopy_t  *copy;
 
-    copy = malloc(sizeof(mc_pgcopy_t));
-    if (copy == NULL
-        || mc_pgcopy_begin(copy, r->conn,
+    copy = mc_recon_copy_open(r,
                "COPY mt5credit.recon_deal_in (run_id, mt5_server, "
                "deal_ticket, mt5_login, amount_minor, currency, comment, "
-               "deal_epoch) FROM STDIN", perr, sizeof(perr)) != 0)
-    {
-        snprintf(r->err, sizeof(r->err), "database: %s",
-                 copy ? perr : "out of memory");
-        free(copy);
+               "deal_epoch) FROM STDIN");
+    if (copy == NULL) {
         return MC_RECON_FAILED;
     }
 
-    if (mc_pgcopy_send_file(copy, r->fetch_spool, perr, sizeof(perr)) != 0) {
-        (void) mc_pgcopy_end(copy, perr, r->err, sizeof(r->err));
-        snprintf(r->err, sizeof(r->err), "database: %s", perr);
-        free(copy);
-        return MC_RECON_FAILED;
-    }
-
-    n = mc_pgcopy_end(copy, NULL, perr, sizeof(perr));
-    free(copy);
-
-    if (n != 0) {
-        snprintf(r->err, sizeof(r->err), "database: %s", perr);
+    n = mc_pgcopy_send_file(copy, r->fetch_spool, perr, sizeof(perr));
+    if (mc_recon_copy_close(r, copy, n, NULL, perr) != 0) {
         return MC_RECON_FAILED;
     }
 

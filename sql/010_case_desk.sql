@@ -334,6 +334,23 @@ END
 $$;
 
 
+-- a proposal waiting for its decision is decided first, not gone around
+CREATE FUNCTION mt5credit.desk_require_no_open_proposal(p_case bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = mt5credit, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM money_proposal
+               WHERE case_id = p_case AND status = 'proposed')
+    THEN
+        RAISE EXCEPTION 'case % has a proposal waiting for a decision',
+                        p_case USING ERRCODE = 'MC046';
+    END IF;
+END
+$$;
+
+
 CREATE FUNCTION mt5credit.case_assign(p_case bigint, p_to text, p_note text)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -343,12 +360,7 @@ DECLARE
     c  "case" := desk_case(p_case);
 BEGIN
     PERFORM desk_require_open(c);
-    IF EXISTS (SELECT 1 FROM money_proposal
-               WHERE case_id = p_case AND status = 'proposed')
-    THEN
-        RAISE EXCEPTION 'case % has a proposal waiting for a decision',
-                        p_case USING ERRCODE = 'MC046';
-    END IF;
+    PERFORM desk_require_no_open_proposal(p_case);
     IF p_to IS NULL OR p_to !~ '^[A-Za-z0-9_.@-]{1,200}$' THEN
         RAISE EXCEPTION 'assign to whom? "%" is not a user name',
                         coalesce(p_to, '') USING ERRCODE = 'MC047';
@@ -394,12 +406,7 @@ DECLARE
     c  "case" := desk_case(p_case);
 BEGIN
     PERFORM desk_require_open(c);
-    IF EXISTS (SELECT 1 FROM money_proposal
-               WHERE case_id = p_case AND status = 'proposed')
-    THEN
-        RAISE EXCEPTION 'case % has a proposal waiting for a decision',
-                        p_case USING ERRCODE = 'MC046';
-    END IF;
+    PERFORM desk_require_no_open_proposal(p_case);
     IF coalesce(p_note, '') = '' THEN
         RAISE EXCEPTION 'a resolution needs a note saying why'
             USING ERRCODE = 'MC047';

@@ -292,6 +292,24 @@ END
 $$;
 
 
+-- the run being loaded, locked; a finished run takes nothing more
+CREATE FUNCTION mt5credit.recon_running(p_run bigint)
+RETURNS mt5credit.recon_run
+LANGUAGE plpgsql
+SET search_path = mt5credit, pg_temp
+AS $$
+DECLARE
+    r  recon_run;
+BEGIN
+    SELECT * INTO STRICT r FROM recon_run WHERE id = p_run FOR UPDATE;
+    IF r.verdict <> 'running' THEN
+        RAISE EXCEPTION 'run % is finished', p_run USING ERRCODE = 'MC031';
+    END IF;
+    RETURN r;
+END
+$$;
+
+
 --
 -- recon_load_settlement() and recon_load_deals(): move the staged inputs
 -- into the run, refusing what a line parser cannot see: a row id twice,
@@ -315,10 +333,7 @@ DECLARE
     r       recon_run;
     v_bad   record;
 BEGIN
-    SELECT * INTO STRICT r FROM recon_run WHERE id = p_run FOR UPDATE;
-    IF r.verdict <> 'running' THEN
-        RAISE EXCEPTION 'run % is finished', p_run USING ERRCODE = 'MC031';
-    END IF;
+    r := recon_running(p_run);
 
     SELECT min(line_no) AS first, max(line_no) AS second, row_id INTO v_bad
     FROM recon_settlement_in WHERE run_id = p_run
@@ -403,10 +418,7 @@ DECLARE
     v_why   text;
     v_twice boolean;
 BEGIN
-    SELECT * INTO STRICT r FROM recon_run WHERE id = p_run FOR UPDATE;
-    IF r.verdict <> 'running' THEN
-        RAISE EXCEPTION 'run % is finished', p_run USING ERRCODE = 'MC031';
-    END IF;
+    r := recon_running(p_run);
 
     UPDATE recon_run SET deals_digest = p_deals_digest WHERE id = p_run;
 

@@ -83,6 +83,7 @@ static json_t *mt5sim_deal_total(mt5sim_t *srv, mt5sim_session_t *s,
     const mt5sim_params_t *p, const mt5sim_fault_take_t *f);
 static json_t *mt5sim_deal_page(mt5sim_t *srv, mt5sim_session_t *s,
     const mt5sim_params_t *p, const mt5sim_fault_take_t *f);
+static size_t mt5sim_deals_shown(const mt5sim_fault_take_t *f, size_t n);
 static json_t *mt5sim_deal_copies(mt5sim_t *srv, const mt5sim_deal_t *d,
     size_t n, uint64_t asked, const mt5sim_fault_take_t *f);
 static json_t *mt5sim_deal_list(mt5sim_t *srv, size_t *idx, size_t n,
@@ -583,6 +584,20 @@ mt5sim_deal_total(mt5sim_t *srv, mt5sim_session_t *s,
 }
 
 
+/* how many of n deals an answer shows: the faults empty or cut a page */
+static size_t
+mt5sim_deals_shown(const mt5sim_fault_take_t *f, size_t n)
+{
+    if (MT5SIM_HAS(f, MT5SIM_F_EMPTY_PAGE)) {
+        return 0;
+    }
+    if (MT5SIM_HAS(f, MT5SIM_F_PARTIAL_PAGE) && n > 0) {
+        return n - 1;
+    }
+    return n;
+}
+
+
 /* renders deals by index; the ledger lock is held */
 static json_t *
 mt5sim_deal_list(mt5sim_t *srv, size_t *idx, size_t n, uint64_t asked,
@@ -592,11 +607,7 @@ mt5sim_deal_list(mt5sim_t *srv, size_t *idx, size_t n, uint64_t asked,
     const mt5sim_deal_t  *d;
     size_t                i;
 
-    if (MT5SIM_HAS(f, MT5SIM_F_EMPTY_PAGE)) {
-        n = 0;
-    } else if (MT5SIM_HAS(f, MT5SIM_F_PARTIAL_PAGE) && n > 0) {
-        n--;
-    }
+    n = mt5sim_deals_shown(f, n);
     for (i = 0; i < n; i++) {
         d = &srv->ledger.deals[idx[i]];
         json_array_append_new(list, mt5sim_render_deal(&srv->render, d,
@@ -619,11 +630,7 @@ mt5sim_deal_copies(mt5sim_t *srv, const mt5sim_deal_t *d, size_t n,
     json_t  *list = json_array();
     size_t   i;
 
-    if (MT5SIM_HAS(f, MT5SIM_F_EMPTY_PAGE)) {
-        n = 0;
-    } else if (MT5SIM_HAS(f, MT5SIM_F_PARTIAL_PAGE) && n > 0) {
-        n--;
-    }
+    n = mt5sim_deals_shown(f, n);
     for (i = 0; i < n; i++) {
         json_array_append_new(list, mt5sim_render_deal(&srv->render, &d[i],
                               MT5SIM_ID(f, asked ? asked : d[i].login)));
