@@ -122,6 +122,7 @@ mc_usage(FILE *f)
 "      --once           work: one round (sweep, resolve, drain), then exit\n"
 "      --database INFO  status: a libpq conninfo instead of a config file\n"
 "      --prometheus     status: Prometheus text format\n"
+"  -h, --help           this help (also \"mt5credit <command> --help\")\n"
 "\n"
 "reconcile options:\n"
 "      --provider NAME      the provider, as in webhook events (stripe)\n"
@@ -138,7 +139,7 @@ mc_usage(FILE *f)
 "\n"
 "cases options:\n"
 "      --database INFO      libpq conninfo; you act as its user\n"
-"  -h, --help           this help (also \"mt5credit <command> --help\")\n"
+"      (the desk's actions: \"mt5credit cases --help\")\n"
 "\n");
 
     mc_config_usage();

@@ -419,4 +419,46 @@ SKIP: {
            '... from one self-contained file');
 }
 
+
+# --- the generic format ---------------------------------------------------
+
+{
+    my @charges = grep { $_->{category} eq 'charge' } @rows;
+    my $csv = "id,type,payment_id,movement_id,currency,amount,fee,created_at,"
+            . "payout_id\n"
+            . join('', map { "g_$_->{id},payment,$_->{pi},,USD,"
+                             . Mt5Credit::Settlement::major($_->{gross})
+                             . ",0.00,"
+                             . Mt5Credit::Settlement::utc($_->{at}) =~ s/ /T/r
+                             . "Z,po_g\n" } @charges);
+    my $sum = 0;
+    $sum += $_->{gross} for @charges;
+    my $control = "payout_id,currency,amount,count\npo_g,USD,"
+        . Mt5Credit::Settlement::major($sum) . ',' . scalar(@charges) . "\n";
+    my $file = $sb->write_file('generic.csv', $csv);
+    my $cfile = $sb->write_file('generic-control.csv', $control);
+    my @args = ('reconcile', '-c', $conf, '--provider', 'stripe', '--day',
+                $day, '--tz', 'UTC', '--currency', 'USD', '--format',
+                'generic', '--settlement', $file, '--control', $cfile);
+    my ($grc, $gout) = Mt5Credit::Worker::run($sb, @args);
+    like($gout, qr/^run (\d+): breaks/m,
+         'a generic CSV is reconciled (payments only: refunds are missing)')
+        or diag $gout;
+    my ($grun) = $gout =~ /^run (\d+):/m;
+    is($sb->sql1("SELECT n FROM mt5credit.recon_count WHERE run_id = "
+                 . ($grun // 0) . " AND name = 'should_process'"),
+       scalar(@charges), '... every payment row read');
+    is($sb->sql1("SELECT count(*) FROM mt5credit.recon_item WHERE run_id = "
+                 . ($grun // 0) . " AND kind = 'settled_not_credited'"), 1,
+       '... keyed like the generic webhook: only the lost one is uncredited');
+
+    $csv =~ s/,USD,120\.00,/,USD,120.00.0,/;
+    $file = $sb->write_file('generic.csv', $csv);
+    my $before = state_counts();
+    ($grc, $gout) = Mt5Credit::Worker::run($sb, @args);
+    is($grc, 2, 'a generic CSV with a bad amount: exit 2');
+    like($gout, qr/line \d+: bad amount "120\.00\.0"/, '... naming it');
+    is(state_counts(), $before, '... nothing written');
+}
+
 done_testing;
