@@ -4,11 +4,15 @@
  * The order of a run, and why:
  *   1. hash the input files (a re-run with the same inputs is the same run);
  *   2. BEGIN; recon_begin() fixes the day's window in its time zone;
- *   3. COPY the settlement file and its control totals, parsed as they
- *      stream (a bad line aborts the COPY: nothing of it is kept);
- *   4. COPY MT5's balance deals of the window, all servers, in full;
- *   5. recon_load() checks what a line parser cannot (duplicates, rows
- *      outside the day, control totals); recon_match() matches and opens
+ *   3. a thread starts fetching MT5's balance deals of the window, all
+ *      servers, in full, spooling them to a temporary file: the fetch is
+ *      the longest part, and needs nothing of the database;
+ *   4. meanwhile COPY the settlement file and its control totals, parsed
+ *      as they stream (a bad line aborts the COPY: nothing of it is kept),
+ *      and recon_load_settlement() checks what a line parser cannot
+ *      (duplicates, rows outside the day, the control totals);
+ *   5. once the fetch is complete, COPY the spooled deals;
+ *      recon_load_deals() checks them; recon_match() matches and opens
  *      cases; COMMIT;
  *   6. the CSV and HTML reports are written from what was committed.
  * An input that cannot be shown complete rolls everything back and is
