@@ -1,0 +1,132 @@
+#!/usr/bin/perl
+#
+# A deposit's own status (sql/013_deposit_lifecycle.sql), the state machine
+# where the webhook path and the provider query path meet.  Impossible:
+#   - a deposit going backwards: a failure or "pending" reported after the
+#     success is recorded as a conflict with a case, never applied
+#   - a backwards change by anyone writing the table, the owner included
+#   - money that did arrive being refused: a payment after a failure or
+#     after expiry is applied
+#   - a status change without its history row, or a report that changes
+#     nothing writing one
+#   - the same conflict reported twice opening two cases
+#   - what a deposit is about (client, login, amounts) changing, or a
+#     deposit being deleted
+#   - the order of two reports deciding the outcome: paid and failed in
+#     either order end succeeded
+
+use strict;
+use warnings;
+
+use Test::More;
+
+use lib 't/lib';
+use Mt5Credit::Provider qw(stripe_event);
+use Mt5Credit::Sandbox;
+
+my $sb = Mt5Credit::Sandbox->new;
+$sb->start_postgres;
+$sb->register_account('alice', 1301, 'USD');
+
+my $n = 0;
+sub deposit {
+    my $ref = $sb->create_deposit(client => 'alice', login => 1301,
+                                  amount => 5000, key => 'lifecycle-' . ++$n);
+    return $sb->sql1("SELECT id FROM mt5credit.deposit "
+                     . "WHERE reference = '$ref'");
+}
+
+sub observe {
+    my ($id, $status, $source) = @_;
+    return $sb->sql1("SELECT mt5credit.deposit_observe($id, '$status', '"
+                     . ($source // 'test') . "')");
+}
+
+sub status { $sb->sql1("SELECT status FROM mt5credit.deposit WHERE id = $_[0]") }
+
+sub history {
+    my ($id) = @_;
+    return join ' ', map { "$_->[0]>$_->[1]" } @{ $sb->psql(
+        "SELECT from_status, to_status FROM mt5credit.deposit_history "
+        . "WHERE deposit_id = $id ORDER BY id") };
+}
+
+# --- forward ------------------------------------------------------------
+
+my $d1 = deposit();
+is(status($d1), 'created', 'a new deposit is created');
+is(observe($d1, 'pending', 'poll'), 'applied', 'created -> pending');
+is(observe($d1, 'pending', 'webhook'), 'unchanged',
+   'the same status again changes nothing');
+is(observe($d1, 'succeeded', 'webhook'), 'applied', 'pending -> succeeded');
+is(history($d1), 'created>pending pending>succeeded',
+   'each change is in the history, the repeat is not');
+is($sb->sql1("SELECT detail->>'source' FROM mt5credit.deposit_history "
+             . "WHERE deposit_id = $d1 ORDER BY id LIMIT 1"), 'poll',
+   '... with the source that reported it');
+
+# --- never backwards ------------------------------------------------------
+
+is(observe($d1, 'failed', 'webhook'), 'conflict',
+   'a failure reported after the success is a conflict');
+is(status($d1), 'succeeded', '... not applied');
+is(observe($d1, 'pending', 'poll'), 'conflict',
+   'so is a late "pending"');
+is(observe($d1, 'failed', 'poll'), 'conflict', 'the failure reported again');
+is($sb->sql1("SELECT count(*) FROM mt5credit.deposit_conflict "
+             . "WHERE deposit_id = $d1"), 3, 'every report is kept');
+is($sb->sql1("SELECT count(*) FROM mt5credit.case WHERE deposit_id = $d1 "
+             . "AND kind = 'deposit_status_conflict'"), 2,
+   '... one case per status reported, not per report');
+is(history($d1), 'created>pending pending>succeeded',
+   '... and the history shows no step back');
+
+like($sb->psql("UPDATE mt5credit.deposit SET status = 'failed' "
+               . "WHERE id = $d1", may_fail => 1),
+     qr/succeeded -> failed is not a legal transition/,
+     'even the owner cannot write a step back');
+like($sb->psql("UPDATE mt5credit.deposit SET amount_minor = 1 "
+               . "WHERE id = $d1", may_fail => 1),
+     qr/immutable except for its status/, 'nor change its amount');
+like($sb->psql("DELETE FROM mt5credit.deposit WHERE id = $d1",
+               may_fail => 1), qr/append-only/, 'nor delete it');
+like($sb->psql("SELECT mt5credit.deposit_observe($d1, 'paid', 'x')",
+               may_fail => 1), qr/not a deposit status/,
+     'an unknown status is an error, not a conflict');
+
+# --- money that arrived is taken --------------------------------------------
+
+my $d2 = deposit();
+is(observe($d2, 'failed', 'webhook'), 'applied', 'created -> failed');
+is(observe($d2, 'succeeded', 'poll'), 'applied',
+   'paid after the failure: applied (the money is real)');
+my $d3 = deposit();
+is(observe($d3, 'closed', 'expiry'), 'applied', 'created -> closed');
+is(observe($d3, 'succeeded', 'webhook'), 'applied', 'paid after expiry');
+
+# --- the order of two reports does not decide -------------------------------
+
+my $d4 = deposit();
+observe($d4, 'succeeded', 'webhook');
+observe($d4, 'failed', 'poll');
+my $d5 = deposit();
+observe($d5, 'failed', 'poll');
+observe($d5, 'succeeded', 'webhook');
+is(status($d4) . ' ' . status($d5), 'succeeded succeeded',
+   'paid then failed, failed then paid: both succeeded');
+
+# --- the webhook path writes the same history --------------------------------
+
+my $d6 = deposit();
+my $ref6 = $sb->sql1("SELECT reference FROM mt5credit.deposit WHERE id = $d6");
+my $body = stripe_event(deposit => $ref6, amount => 5000, pi => 'pi_life_6',
+                        id => 'evt_life_6');
+my $hex = unpack('H*', $body);
+$sb->psql("SELECT * FROM mt5credit.ingest('stripe', NULL, "
+          . "'\\x$hex'::bytea, 'stripe', " . time . ")", user => 'edge');
+is(status($d6), 'succeeded', 'a paid webhook moves the deposit to succeeded');
+is($sb->sql1("SELECT actor FROM mt5credit.deposit_history "
+             . "WHERE deposit_id = $d6"), 'ingest:stripe:evt_life_6',
+   '... with the event in its history');
+
+done_testing;
