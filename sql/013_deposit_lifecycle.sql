@@ -152,9 +152,10 @@ LANGUAGE plpgsql
 SET search_path = mt5credit, pg_temp
 AS $$
 DECLARE
-    d       deposit;
-    v_rows  integer;
-    v_case  bigint;
+    d        deposit;
+    v_rows   integer;
+    v_case   bigint;
+    v_saved  text;
 BEGIN
     IF p_status IS NULL OR p_status NOT IN ('created', 'pending',
                                             'succeeded', 'failed', 'closed')
@@ -175,6 +176,9 @@ BEGIN
     IF EXISTS (SELECT 1 FROM deposit_transition
                WHERE from_status = d.status AND to_status = p_status)
     THEN
+        -- the history row's detail, for this one update only: the
+        -- caller's own detail (a credit's history) is put back after
+        v_saved := current_setting('mt5credit.detail', true);
         PERFORM set_config('mt5credit.detail',
             (coalesce(p_detail, '{}')
              || jsonb_build_object('source', p_source))::text, true);
@@ -182,6 +186,8 @@ BEGIN
         UPDATE deposit SET status = p_status, updated_at = now()
         WHERE id = d.id AND status = d.status;
         GET DIAGNOSTICS v_rows = ROW_COUNT;
+
+        PERFORM set_config('mt5credit.detail', coalesce(v_saved, ''), true);
         IF v_rows <> 1 THEN
             RAISE EXCEPTION 'deposit % moved under a lock', d.id
                 USING ERRCODE = 'MC053';

@@ -14,6 +14,10 @@
 #     deposit being deleted
 #   - the order of two reports deciding the outcome: paid and failed in
 #     either order end succeeded
+#   - a webhook saying a payment failed or expired moving money, or moving
+#     a deposit backwards (webhook path, sql/014): it moves the deposit's
+#     status forward, or is a conflict with a case
+#   - an event moving another provider's deposit
 
 use strict;
 use warnings;
@@ -128,5 +132,84 @@ is(status($d6), 'succeeded', 'a paid webhook moves the deposit to succeeded');
 is($sb->sql1("SELECT actor FROM mt5credit.deposit_history "
              . "WHERE deposit_id = $d6"), 'ingest:stripe:evt_life_6',
    '... with the event in its history');
+
+
+# --- what webhooks say about a deposit that is not money (014) -------------
+
+sub ingest {
+    my ($body, $provider) = @_;
+    my $hex = unpack('H*', $body);
+    my $out = $sb->psql("SELECT outcome || '|' || coalesce(detail, '') FROM "
+        . "mt5credit.ingest('" . ($provider // 'stripe') . "', NULL, "
+        . "'\\x$hex'::bytea, '" . ($provider ? 'standard' : 'stripe')
+        . "', " . time . ")", user => 'edge', raw => 1);
+    chomp $out;
+    return $out;
+}
+
+sub ref_of { $sb->sql1("SELECT reference FROM mt5credit.deposit WHERE id = $_[0]") }
+sub credits_of {
+    $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit WHERE deposit_id = $_[0]")
+}
+
+my $d7 = deposit();
+like(ingest(stripe_event(type => 'checkout.session.async_payment_failed',
+                         payment_status => 'unpaid', deposit => ref_of($d7),
+                         pi => 'pi_life_7', id => 'evt_life_7a')),
+     qr/^stored\|deposit dep_\d+: failed \(applied\)/,
+     'a failed async payment: the deposit is failed');
+is(status($d7) . ' ' . credits_of($d7), 'failed 0', '... and no money moved');
+like(ingest(stripe_event(deposit => ref_of($d7), amount => 5000,
+                         pi => 'pi_life_7', id => 'evt_life_7b')),
+     qr/^credit_created/, 'then paid after all: a credit');
+is(status($d7), 'succeeded', '... and the deposit succeeded');
+like(ingest(stripe_event(type => 'checkout.session.async_payment_failed',
+                         payment_status => 'unpaid', deposit => ref_of($d7),
+                         pi => 'pi_life_7', id => 'evt_life_7c')),
+     qr/^case_opened\|.*recorded as a conflict, not applied/,
+     'a failure delivered after the success: a conflict, with a case');
+is(status($d7) . ' ' . credits_of($d7), 'succeeded 1',
+   '... the deposit stays succeeded, the credit stays');
+is($sb->sql1("SELECT disposition FROM mt5credit.webhook_event "
+             . "WHERE provider_event_id = 'evt_life_7c'"), 'case_opened',
+   '... and the event says so');
+
+my $d8 = deposit();
+like(ingest(stripe_event(type => 'checkout.session.expired',
+                         payment_status => 'unpaid', deposit => ref_of($d8),
+                         pi => 'pi_life_8', id => 'evt_life_8')),
+     qr/closed \(applied\)/, 'an expired checkout closes the deposit');
+is($sb->sql1("SELECT disposition FROM mt5credit.webhook_event "
+             . "WHERE provider_event_id = 'evt_life_8'"), 'status_recorded',
+   '... recorded as a status, not ignored');
+
+my $d9 = deposit();
+like(ingest(stripe_event(type => 'checkout.session.completed',
+                         payment_status => 'unpaid', deposit => ref_of($d9),
+                         pi => 'pi_life_9', id => 'evt_life_9')),
+     qr/pending \(applied\)/,
+     'a completed checkout still unpaid (a bank debit): pending, no credit');
+is(credits_of($d9), 0, '... no credit');
+
+# a generic PSP's deposit, and a Stripe event naming it
+$sb->psql("SELECT mt5credit.create_deposit('alice', 'lifecycle-psp-1', "
+          . "'acmepay', 'live1', 1301, 5000, 'USD')", user => 'portal');
+my $d10 = $sb->sql1("SELECT id FROM mt5credit.deposit "
+                    . "WHERE idempotency_key = 'lifecycle-psp-1'");
+like(ingest(stripe_event(type => 'checkout.session.expired',
+                         payment_status => 'unpaid', deposit => ref_of($d10),
+                         pi => 'pi_life_10', id => 'evt_life_10')),
+     qr/no deposit of ours to move/,
+     "an event of one provider does not move another provider's deposit");
+is(status($d10), 'created', '... it stays created');
+like(ingest(qq({"id": "psp_life_10", "type": "payment.failed", "data": )
+            . qq({"payment_id": "p10", "deposit_reference": ")
+            . ref_of($d10) . qq(", "currency": "USD"}}), 'acmepay'),
+     qr/failed \(applied\)/, "its own PSP's payment.failed moves it");
+
+is($sb->sql1("SELECT detail ? 'source' FROM mt5credit.credit_history h "
+             . "JOIN mt5credit.mt5_credit c ON c.id = h.credit_id "
+             . "WHERE c.deposit_id = $d7 ORDER BY h.id LIMIT 1"), 'f',
+   "the deposit's detail does not leak into the credit's history");
 
 done_testing;

@@ -342,11 +342,11 @@ is(count('mt5_credit', "deposit_id = 123"), 1,
 {
     my $r = ingest(vector('valid/checkout.session.completed-unpaid'));
     is($r->{outcome}, 'stored', 'checkout.session.completed unpaid: stored');
-    is(event($r->{event})->{disposition}, 'ignored',
-       'unpaid: disposition ignored');
+    is(event($r->{event})->{disposition}, 'status_recorded',
+       'unpaid: recorded as a status (014), not as money');
     is(count('mt5_credit', 'deposit_id = 124'), 0, 'unpaid: no credit');
     is($sb->sql1('SELECT status FROM mt5credit.deposit WHERE id = 124'),
-       'created', 'unpaid: the deposit is not marked paid');
+       'pending', 'unpaid: the deposit is pending, not paid');
 
     my $a = ingest(vector('valid/checkout.session.async_payment_succeeded'));
     is($a->{outcome}, 'credit_created',
