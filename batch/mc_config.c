@@ -91,6 +91,23 @@ static const mc_key_t  mc_main_keys[] = {
       "at most the server's sessions (2)" },
     { "recon_out", MC_KEY_STR, MC_MAIN(recon_out), 0, 0,
       "reconcile: directory for the CSV and HTML reports (.)" },
+    { "provider_api_url", MC_KEY_STR, MC_MAIN(provider_api_url), 0, 0,
+      "poll-provider: the provider's API (https://api.stripe.com)" },
+    { "provider_api_key_file", MC_KEY_STR, MC_MAIN(provider_api_key_file),
+      0, 0, "poll-provider: file holding the API key (required to poll; "
+      "a restricted read-only key is enough)" },
+    { "query_min_age", MC_KEY_SECONDS, MC_MAIN(query_min_age), 0, 86400,
+      "poll-provider: a deposit is asked about this long after it was "
+      "made (600)" },
+    { "query_backoff", MC_KEY_SECONDS, MC_MAIN(query_backoff), 1, 86400,
+      "poll-provider: wait before the next query, doubled each time (60)" },
+    { "query_max_attempts", MC_KEY_INT, MC_MAIN(query_max_attempts), 1,
+      1000, "poll-provider: queries before a deposit is left to "
+      "reconciliation, with a case (12)" },
+    { "query_interval", MC_KEY_SECONDS, MC_MAIN(query_interval), 1, 86400,
+      "poll-provider: seconds between rounds (60)" },
+    { "query_timeout", MC_KEY_SECONDS, MC_MAIN(query_timeout), 1, 600,
+      "poll-provider: seconds one provider request may take (10)" },
     { "desk_database", MC_KEY_STR, MC_MAIN(desk_database), 0, 0,
       "cases: libpq conninfo; each person logs in as their own role, "
       "member of mt5credit_operator (default: libpq's PG* environment)" },
@@ -158,6 +175,12 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->group_cache = 60;
     cfg->recon_deal_grace = 86400;
     cfg->recon_sessions = 2;
+    strcpy(cfg->provider_api_url, "https://api.stripe.com");
+    cfg->query_min_age = 600;
+    cfg->query_backoff = 60;
+    cfg->query_max_attempts = 12;
+    cfg->query_interval = 60;
+    cfg->query_timeout = 10;
     strcpy(cfg->recon_out, ".");
 }
 
@@ -270,6 +293,18 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
     }
 
     return mc_config_finish(cfg, err, errlen);
+}
+
+
+int
+mc_config_need_servers(const mc_config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->nservers == 0) {
+        snprintf(err, errlen, "%s: no [server <name>] section", cfg->path);
+        return -1;
+    }
+
+    return 0;
 }
 
 
@@ -482,11 +517,6 @@ mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "%s: lease (%ds) must be at least "
                  "3 x call_timeout + 5 (%ds)", cfg->path, cfg->lease,
                  3 * cfg->call_timeout + 5);
-        return -1;
-    }
-
-    if (cfg->nservers == 0) {
-        snprintf(err, errlen, "%s: no [server <name>] section", cfg->path);
         return -1;
     }
 

@@ -61,6 +61,13 @@ typedef struct {
     int                  recon_deal_grace; /* s of deals after the day */
     int                  recon_sessions;   /* per server, parallel fetch */
     char                 recon_out[512];   /* report directory */
+    char                 provider_api_url[512];      /* poll-provider */
+    char                 provider_api_key_file[512];
+    int                  query_min_age;    /* s before a deposit is asked */
+    int                  query_backoff;    /* s, doubled per attempt */
+    int                  query_max_attempts;
+    int                  query_interval;   /* s between rounds */
+    int                  query_timeout;    /* s for one provider request */
     mc_server_config_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;
 } mc_config_t;
@@ -74,6 +81,9 @@ int mc_config_load(const char *path, mc_config_t *cfg, char *err,
     size_t errlen);
 
 mc_server_config_t *mc_config_server(mc_config_t *cfg, const char *name);
+
+/* the commands that talk to MT5 need a server: -1 with the reason if none */
+int mc_config_need_servers(const mc_config_t *cfg, char *err, size_t errlen);
 
 /* prints every key with its meaning and default, for --help */
 void mc_config_usage(void);

@@ -21,6 +21,7 @@
 #include "mc_cases.h"
 #include "mc_config.h"
 #include "mc_log.h"
+#include "mc_query.h"
 #include "mc_recon.h"
 #include "mc_status.h"
 #include "mc_worker.h"
@@ -39,6 +40,7 @@ static int mc_cmd_work(int argc, char **argv, int resolve_only);
 static int mc_cmd_status(int argc, char **argv);
 static int mc_cmd_reconcile(int argc, char **argv);
 static int mc_cmd_cases(int argc, char **argv);
+static int mc_cmd_poll(int argc, char **argv);
 static const char *mc_config_path(const char *given);
 
 
@@ -85,6 +87,10 @@ main(int argc, char **argv)
         return mc_cmd_reconcile(argc - 1, argv + 1);
     }
 
+    if (strcmp(cmd, "poll-provider") == 0) {
+        return mc_cmd_poll(argc - 1, argv + 1);
+    }
+
     if (strcmp(cmd, "cases") == 0) {
         return mc_cmd_cases(argc - 1, argv + 1);
     }
@@ -113,6 +119,9 @@ mc_usage(FILE *f)
 "            credits and MT5's balance deals; every difference a case;\n"
 "            CSV and HTML report (exit 0 reconciled, 1 breaks, 2 bad\n"
 "            input, 3 incomplete, 4 failure)\n"
+"  poll-provider  ask the provider about deposits that should be paid by\n"
+"            now and have no credit; answers go through ingest(), like a\n"
+"            webhook (--once: one round)\n"
 "  cases     the case desk: list, show, assign, note, resolve, and the\n"
 "            two-person money actions (\"mt5credit cases --help\")\n"
 "\n"
@@ -216,7 +225,9 @@ mc_cmd_work(int argc, char **argv, int resolve_only)
         return 1;
     }
 
-    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0) {
+    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0
+        || mc_config_need_servers(cfg, err, sizeof(err)) != 0)
+    {
         fprintf(stderr, "mt5credit: %s\n", err);
         free(cfg);
         return 2;
@@ -400,7 +411,9 @@ mc_cmd_reconcile(int argc, char **argv)
         return 4;
     }
 
-    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0) {
+    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0
+        || mc_config_need_servers(cfg, err, sizeof(err)) != 0)
+    {
         fprintf(stderr, "mt5credit: %s\n", err);
         free(cfg);
         return 2;
@@ -490,6 +503,70 @@ mc_cmd_cases(int argc, char **argv)
     }
 
     rc = mc_cases_main(argc, argv, database);
+    free(cfg);
+
+    return rc;
+}
+
+
+static int
+mc_cmd_poll(int argc, char **argv)
+{
+    int               c, once, rc;
+    char              err[1024];
+    const char       *path;
+    mc_config_t      *cfg;
+    mc_log_level_e    level;
+    struct sigaction  sa;
+
+    static struct option  opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "once", no_argument, NULL, 'o' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
+    };
+
+    path = NULL;
+    once = 0;
+
+    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': path = optarg; break;
+        case 'o': once = 1; break;
+
+        case 'h':
+            mc_usage(stdout);
+            return 0;
+
+        default:
+            mc_usage(stderr);
+            return 2;
+        }
+    }
+
+    cfg = malloc(sizeof(mc_config_t));
+    if (cfg == NULL) {
+        return 1;
+    }
+
+    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "mt5credit: %s\n", err);
+        free(cfg);
+        return 2;
+    }
+
+    (void) mc_log_parse_level(cfg->log_level, &level);
+    mc_log_set_level(level);
+    mc_log_set_name("mt5credit-poll");
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = mc_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = mc_query_run(cfg, once, &mc_stop);
     free(cfg);
 
     return rc;

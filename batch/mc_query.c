@@ -1,0 +1,379 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * One round: query_due() names the deposits to ask about; each is one GET
+ * of its session, with a timeout and no retry (the next round is the
+ * retry, on the database's schedule).  What comes back is trusted only as
+ * a complete HTTP 200 JSON object that is the session asked for; then its
+ * bytes go to query_answered().  Anything else is recorded as an attempt
+ * and changes nothing.
+ */
+
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "mc_log.h"
+#include "mc_query.h"
+
+
+#define MC_QUERY_BODY_MAX  (1024 * 1024)
+#define MC_QUERY_BATCH     100
+
+
+typedef struct {
+    char    *data;
+    size_t   len;
+    int      too_big;
+} mc_query_buf_t;
+
+
+typedef struct {
+    mc_config_t  *cfg;
+    PGconn       *conn;
+    CURL         *curl;
+    char          key[256];
+    char          auth[300];
+} mc_query_t;
+
+
+static int mc_query_key(mc_query_t *q);
+static int mc_query_round(mc_query_t *q, volatile sig_atomic_t *stop);
+static void mc_query_one(mc_query_t *q, const char *deposit,
+    const char *reference, const char *session);
+static const char *mc_query_fetch(mc_query_t *q, const char *session,
+    mc_query_buf_t *b, const char **type);
+static void mc_query_record(mc_query_t *q, const char *deposit,
+    const char *reference, const char *why);
+static size_t mc_query_write(char *p, size_t size, size_t n, void *arg);
+
+
+int
+mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
+{
+    int         rc;
+    unsigned    slept;
+    mc_query_t  q;
+
+    memset(&q, 0, sizeof(q));
+    q.cfg = cfg;
+
+    if (mc_query_key(&q) != 0) {
+        return 2;
+    }
+
+    q.curl = curl_easy_init();
+    q.conn = PQconnectdb(cfg->database);
+
+    if (q.curl == NULL || PQstatus(q.conn) != CONNECTION_OK) {
+        fprintf(stderr, "mt5credit: poll-provider: %s",
+                q.curl == NULL ? "curl: out of memory\n"
+                               : PQerrorMessage(q.conn));
+        PQfinish(q.conn);
+        curl_easy_cleanup(q.curl);
+        return 1;
+    }
+
+    for ( ;; ) {
+        rc = mc_query_round(&q, stop);
+
+        if (once || *stop || rc != 0) {
+            break;
+        }
+
+        for (slept = 0; slept < (unsigned) cfg->query_interval && !*stop;
+             slept++)
+        {
+            sleep(1);
+        }
+
+        if (*stop) {
+            break;
+        }
+
+        if (PQstatus(q.conn) != CONNECTION_OK) {
+            PQreset(q.conn);
+        }
+    }
+
+    explicit_bzero(q.key, sizeof(q.key));
+    explicit_bzero(q.auth, sizeof(q.auth));
+    PQfinish(q.conn);
+    curl_easy_cleanup(q.curl);
+    return rc;
+}
+
+
+/* the API key, from its file; never on a command line, never logged */
+static int
+mc_query_key(mc_query_t *q)
+{
+    FILE    *f;
+    size_t   n;
+
+    if (q->cfg->provider_api_key_file[0] == '\0') {
+        fprintf(stderr, "mt5credit: %s: \"provider_api_key_file\" is "
+                "required to poll the provider\n", q->cfg->path);
+        return -1;
+    }
+
+    f = fopen(q->cfg->provider_api_key_file, "r");
+    if (f == NULL) {
+        fprintf(stderr, "mt5credit: %s: %s\n",
+                q->cfg->provider_api_key_file, strerror(errno));
+        return -1;
+    }
+
+    n = fread(q->key, 1, sizeof(q->key) - 1, f);
+    fclose(f);
+    q->key[n] = '\0';
+
+    while (n > 0 && (q->key[n - 1] == '\n' || q->key[n - 1] == '\r'
+                     || q->key[n - 1] == ' '))
+    {
+        q->key[--n] = '\0';
+    }
+
+    if (n == 0 || strpbrk(q->key, " \t\r\n") != NULL) {
+        fprintf(stderr, "mt5credit: %s: not one API key\n",
+                q->cfg->provider_api_key_file);
+        return -1;
+    }
+
+    snprintf(q->auth, sizeof(q->auth), "Authorization: Bearer %s", q->key);
+    return 0;
+}
+
+
+static int
+mc_query_round(mc_query_t *q, volatile sig_atomic_t *stop)
+{
+    int          i, n;
+    char         age[32], limit[16];
+    PGresult    *res;
+    const char  *params[3];
+
+    snprintf(age, sizeof(age), "%d seconds", q->cfg->query_min_age);
+    snprintf(limit, sizeof(limit), "%d", MC_QUERY_BATCH);
+    params[0] = "stripe";
+    params[1] = age;
+    params[2] = limit;
+
+    res = PQexecParams(q->conn, "SELECT deposit_id, reference, session_id "
+                       "FROM mt5credit.query_due($1, $2, $3)", 3, NULL,
+                       params, NULL, NULL, 0);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        mc_log(MC_LOG_ERROR, "poll-provider: query_due: %s",
+               PQresultErrorMessage(res));
+        PQclear(res);
+        return 1;
+    }
+
+    n = PQntuples(res);
+
+    for (i = 0; i < n && !*stop; i++) {
+        mc_query_one(q, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                     PQgetvalue(res, i, 2));
+    }
+
+    PQclear(res);
+    mc_log(MC_LOG_INFO, "poll-provider: %d deposit%s asked about", n,
+           n == 1 ? "" : "s");
+    return 0;
+}
+
+
+static void
+mc_query_one(mc_query_t *q, const char *deposit, const char *reference,
+    const char *session)
+{
+    int             formats[4] = { 0, 0, 0, 1 }, lengths[4] = { 0, 0, 0, 0 };
+    PGresult       *res;
+    const char     *why, *type, *params[4];
+    mc_query_buf_t  b = { NULL, 0, 0 };
+
+    why = mc_query_fetch(q, session, &b, &type);
+
+    if (why != NULL) {
+        mc_log(MC_LOG_WARN, "poll-provider: deposit %s (session %s): %s; "
+               "nothing changed", reference, session, why);
+        mc_query_record(q, deposit, reference, why);
+        free(b.data);
+        return;
+    }
+
+    params[0] = "stripe";
+    params[1] = deposit;
+    params[2] = type;
+    params[3] = b.data;
+    lengths[3] = (int) b.len;
+
+    res = PQexecParams(q->conn, "SELECT mt5credit.query_answered($1, $2, $3, "
+                       "$4::bytea)", 4, NULL, params, lengths, formats, 0);
+    free(b.data);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        mc_log(MC_LOG_ERROR, "poll-provider: deposit %s: %s", reference,
+               PQresultErrorMessage(res));
+        PQclear(res);
+        return;
+    }
+
+    mc_log(MC_LOG_INFO, "poll-provider: deposit %s (session %s): %s, %s",
+           reference, session, type != NULL ? type : "still open",
+           PQgetvalue(res, 0, 0));
+
+    if (strcmp(PQgetvalue(res, 0, 0), "credit_created") != 0) {
+        mc_query_record(q, deposit, reference,
+                        type != NULL ? type : "session still open");
+    }
+
+    PQclear(res);
+}
+
+
+/*
+ * GET the session.  NULL with the answer in *b and the event type it
+ * stands for in *type (NULL: still open), or why it cannot be trusted.
+ */
+static const char *
+mc_query_fetch(mc_query_t *q, const char *session, mc_query_buf_t *b,
+    const char **type)
+{
+    long                code;
+    char                url[1024];
+    json_t             *doc;
+    CURLcode            rc;
+    const char         *status, *object, *id;
+    struct curl_slist  *headers;
+    static char         why[256];
+
+    *type = NULL;
+    snprintf(url, sizeof(url), "%s/v1/checkout/sessions/%s",
+             q->cfg->provider_api_url, session);
+
+    headers = curl_slist_append(NULL, q->auth);
+
+    curl_easy_reset(q->curl);
+    curl_easy_setopt(q->curl, CURLOPT_URL, url);
+    curl_easy_setopt(q->curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(q->curl, CURLOPT_TIMEOUT, (long) q->cfg->query_timeout);
+    curl_easy_setopt(q->curl, CURLOPT_CONNECTTIMEOUT,
+                     (long) q->cfg->query_timeout);
+    curl_easy_setopt(q->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(q->curl, CURLOPT_PROTOCOLS_STR, "https,http");
+    curl_easy_setopt(q->curl, CURLOPT_WRITEFUNCTION, mc_query_write);
+    curl_easy_setopt(q->curl, CURLOPT_WRITEDATA, b);
+
+    rc = curl_easy_perform(q->curl);
+    curl_slist_free_all(headers);
+
+    if (rc != CURLE_OK) {
+        snprintf(why, sizeof(why), "no answer (%s)", curl_easy_strerror(rc));
+        return why;
+    }
+
+    curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &code);
+    if (code != 200) {
+        snprintf(why, sizeof(why), "HTTP %ld", code);
+        return why;
+    }
+
+    if (b->too_big) {
+        return "an answer over 1 MB";
+    }
+
+    doc = json_loadb(b->data != NULL ? b->data : "", b->len, 0, NULL);
+    object = json_string_value(json_object_get(doc, "object"));
+    id = json_string_value(json_object_get(doc, "id"));
+    status = json_string_value(json_object_get(doc, "status"));
+
+    if (!json_is_object(doc) || object == NULL
+        || strcmp(object, "checkout.session") != 0 || id == NULL
+        || strcmp(id, session) != 0 || status == NULL)
+    {
+        json_decref(doc);
+        return "an answer that is not the session asked for";
+    }
+
+    if (strcmp(status, "complete") == 0) {
+        *type = "checkout.session.completed";
+
+    } else if (strcmp(status, "expired") == 0) {
+        *type = "checkout.session.expired";
+
+    } else if (strcmp(status, "open") != 0) {
+        json_decref(doc);
+        return "a session status we do not know";
+    }
+
+    json_decref(doc);
+    return NULL;
+}
+
+
+static void
+mc_query_record(mc_query_t *q, const char *deposit, const char *reference,
+    const char *why)
+{
+    char         backoff[32], max[16];
+    PGresult    *res;
+    const char  *params[4];
+
+    snprintf(backoff, sizeof(backoff), "%d seconds", q->cfg->query_backoff);
+    snprintf(max, sizeof(max), "%d", q->cfg->query_max_attempts);
+    params[0] = deposit;
+    params[1] = why;
+    params[2] = backoff;
+    params[3] = max;
+
+    res = PQexecParams(q->conn, "SELECT mt5credit.query_record($1, $2, $3, "
+                       "$4)", 4, NULL, params, NULL, NULL, 0);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        mc_log(MC_LOG_ERROR, "poll-provider: deposit %s: %s", reference,
+               PQresultErrorMessage(res));
+
+    } else if (strcmp(PQgetvalue(res, 0, 0), "given_up") == 0) {
+        mc_log(MC_LOG_ALERT, "poll-provider: deposit %s: no answer settles "
+               "it after %d queries; left to reconciliation, case opened",
+               reference, q->cfg->query_max_attempts);
+    }
+
+    PQclear(res);
+}
+
+
+static size_t
+mc_query_write(char *p, size_t size, size_t n, void *arg)
+{
+    char            *d;
+    mc_query_buf_t  *b = arg;
+
+    n *= size;
+
+    if (b->len + n > MC_QUERY_BODY_MAX) {
+        b->too_big = 1;
+        return 0;
+    }
+
+    d = realloc(b->data, b->len + n + 1);
+    if (d == NULL) {
+        return 0;
+    }
+
+    memcpy(d + b->len, p, n);
+    b->data = d;
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}

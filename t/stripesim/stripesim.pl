@@ -1,0 +1,87 @@
+#!/usr/bin/perl
+#
+# A test double of the one Stripe API call `mt5credit poll-provider` makes:
+# GET /v1/checkout/sessions/<id> with "Authorization: Bearer <key>".
+# Sessions come from a JSON file the test rewrites at will (read on every
+# request), each {"status", "payment_status", "amount_total", "currency",
+# "client_reference_id", "payment_intent", ...} and optionally a fault:
+#   "delay": seconds before answering (a timeout, for a short client),
+#   "http": a status to answer with instead (500, 404, ...),
+#   "other_id": answer about another session (an answer not to trust).
+# Every request is appended to <state>.log as "<path> <auth ok 0|1>".
+#
+#   stripesim.pl PORT STATE.json KEY
+
+use strict;
+use warnings;
+
+use IO::Socket::INET;
+use JSON::PP;
+
+my ($port, $state, $key) = @ARGV;
+die "usage: stripesim.pl PORT STATE.json KEY\n" unless $key;
+
+my $json = JSON::PP->new->canonical;
+my $srv = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
+                                Listen => 16, ReuseAddr => 1)
+    or die "listen 127.0.0.1:$port: $!";
+$SIG{CHLD} = 'IGNORE';
+print "stripesim: listening on $port\n";
+
+while (my $c = $srv->accept) {
+    my $pid = fork;
+    if (defined $pid && $pid == 0) {
+        answer($c);
+        exit 0;
+    }
+    close $c;
+}
+
+sub answer {
+    my ($c) = @_;
+    local $/ = "\r\n";
+    my $line = <$c> // return;
+    my ($method, $path) = split / /, $line;
+    my $auth = 0;
+    while (defined(my $h = <$c>)) {
+        last if $h eq "\r\n";
+        $auth = 1 if $h =~ /^Authorization: Bearer \Q$key\E\r\n$/i;
+    }
+    if (open my $log, '>>', "$state.log") {
+        print $log "$path $auth\n";
+        close $log;
+    }
+    return reply($c, 401, { error => { type => 'invalid_request_error',
+                                       message => 'Invalid API Key' } })
+        unless $auth;
+    my ($id) = $path =~ m{^/v1/checkout/sessions/([A-Za-z0-9_]+)$};
+    return reply($c, 404, { error => { message => 'No such route' } })
+        unless $method eq 'GET' && $id;
+
+    my $sessions = do {
+        open my $f, '<', $state or return reply($c, 500, {});
+        local $/;
+        $json->decode(<$f>);
+    };
+    my $s = $sessions->{$id}
+        or return reply($c, 404, { error => { type => 'invalid_request_error',
+            message => "No such checkout.session: '$id'" } });
+    sleep $s->{delay} if $s->{delay};
+    return reply($c, $s->{http}, { error => { message => 'injected' } })
+        if $s->{http};
+    my %o = (id => $s->{other_id} // $id, object => 'checkout.session',
+             mode => 'payment', livemode => JSON::PP::false,
+             metadata => { deposit_id => $s->{client_reference_id} },
+             map { $_ => $s->{$_} } grep { !/^(delay|http|other_id)$/ }
+             keys %$s);
+    return reply($c, 200, \%o);
+}
+
+sub reply {
+    my ($c, $status, $body) = @_;
+    my $text = $json->encode($body);
+    print $c "HTTP/1.1 $status X\r\nContent-Type: application/json\r\n"
+           . "Content-Length: " . length($text) . "\r\nConnection: close\r\n"
+           . "\r\n$text";
+    close $c;
+}
