@@ -10,11 +10,19 @@
 #   "other_id": answer about another session (an answer not to trust).
 # Every request is appended to <state>.log as "<path> <auth ok 0|1>".
 #
+# And, like Stripe after a payment, it sends the signed webhook:
+#   POST /control/pay {"session": id, "url": "http://127.0.0.1:P/path",
+#                      "secret": "whsec_...", "lose": 0|1}
+# marks the session complete and paid, then delivers (or, with "lose",
+# drops) checkout.session.completed, signed as Stripe signs (HMAC-SHA256
+# over "<t>.<body>"); it answers with the webhook's HTTP status, or 0.
+#
 #   stripesim.pl PORT STATE.json KEY
 
 use strict;
 use warnings;
 
+use Digest::SHA qw(hmac_sha256_hex);
 use IO::Socket::INET;
 use JSON::PP;
 
@@ -42,15 +50,17 @@ sub answer {
     local $/ = "\r\n";
     my $line = <$c> // return;
     my ($method, $path) = split / /, $line;
-    my $auth = 0;
+    my ($auth, $length) = (0, 0);
     while (defined(my $h = <$c>)) {
         last if $h eq "\r\n";
         $auth = 1 if $h =~ /^Authorization: Bearer \Q$key\E\r\n$/i;
+        $length = $1 if $h =~ /^Content-Length: (\d+)\r\n$/i;
     }
     if (open my $log, '>>', "$state.log") {
         print $log "$path $auth\n";
         close $log;
     }
+    return pay($c, $length) if $method eq 'POST' && $path eq '/control/pay';
     return reply($c, 401, { error => { type => 'invalid_request_error',
                                        message => 'Invalid API Key' } })
         unless $auth;
@@ -84,4 +94,44 @@ sub reply {
            . "Content-Length: " . length($text) . "\r\nConnection: close\r\n"
            . "\r\n$text";
     close $c;
+}
+
+sub pay {
+    my ($c, $length) = @_;
+    my $text = '';
+    read($c, $text, $length) if $length;
+    my $req = eval { $json->decode($text) } || {};
+    my $sessions = do {
+        open my $f, '<', $state or return reply($c, 500, {});
+        $json->decode(<$f>);
+    };
+    my $s = $sessions->{ $req->{session} }
+        or return reply($c, 404, { error => 'no such session' });
+    @$s{qw(status payment_status)} = ('complete', 'paid');
+    open my $f, '>', "$state.tmp" or return reply($c, 500, {});
+    print $f $json->encode($sessions);
+    close $f;
+    rename "$state.tmp", $state;
+
+    return reply($c, 200, { delivered => 0 }) if $req->{lose};
+
+    my %object = (id => $req->{session}, object => 'checkout.session',
+                  mode => 'payment', %$s);
+    my $body = $json->encode({ id => 'evt_sim_' . $req->{session},
+                               object => 'event', type =>
+                               'checkout.session.completed',
+                               data => { object => \%object } });
+    my $t = time;
+    my $sig = "t=$t,v1=" . hmac_sha256_hex("$t.$body", $req->{secret});
+    my ($host, $port, $path) = $req->{url} =~ m{^http://([^:/]+):(\d+)(/.*)$}
+        or return reply($c, 400, { error => 'url' });
+    my $w = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port)
+        or return reply($c, 200, { delivered => 0 });
+    print $w "POST $path HTTP/1.1\r\nHost: $host\r\n"
+           . "Content-Type: application/json\r\nStripe-Signature: $sig\r\n"
+           . "Content-Length: " . length($body) . "\r\nConnection: close\r\n"
+           . "\r\n$body";
+    my $status = (<$w> // '') =~ m{^HTTP/1\.[01] (\d+)} ? $1 : 0;
+    close $w;
+    return reply($c, 200, { delivered => $status + 0 });
 }
