@@ -51,6 +51,8 @@ static void mc_query_one(mc_query_t *q, const char *deposit,
     const char *reference, const char *session);
 static const char *mc_query_fetch(mc_query_t *q, const char *session,
     mc_query_buf_t *b, const char **type);
+static const char *mc_query_event_type(int intent, const char *status);
+static int mc_query_still_open(int intent, const char *status);
 static void mc_query_record(mc_query_t *q, const char *deposit,
     const char *reference, const char *why);
 static size_t mc_query_write(char *p, size_t size, size_t n, void *arg);
@@ -249,6 +251,7 @@ static const char *
 mc_query_fetch(mc_query_t *q, const char *session, mc_query_buf_t *b,
     const char **type)
 {
+    int                 intent;
     long                code;
     char                url[1024];
     json_t             *doc;
@@ -257,9 +260,12 @@ mc_query_fetch(mc_query_t *q, const char *session, mc_query_buf_t *b,
     struct curl_slist  *headers;
     static char         why[256];
 
+    /* a Checkout Session, or a PaymentIntent the portal made directly */
+    intent = strncmp(session, "pi_", 3) == 0;
+
     *type = NULL;
-    snprintf(url, sizeof(url), "%s/v1/checkout/sessions/%s",
-             q->cfg->provider_api_url, session);
+    snprintf(url, sizeof(url), "%s/v1/%s/%s", q->cfg->provider_api_url,
+             intent ? "payment_intents" : "checkout/sessions", session);
 
     headers = curl_slist_append(NULL, q->auth);
 
@@ -298,26 +304,55 @@ mc_query_fetch(mc_query_t *q, const char *session, mc_query_buf_t *b,
     status = json_string_value(json_object_get(doc, "status"));
 
     if (!json_is_object(doc) || object == NULL
-        || strcmp(object, "checkout.session") != 0 || id == NULL
-        || strcmp(id, session) != 0 || status == NULL)
+        || strcmp(object, intent ? "payment_intent" : "checkout.session") != 0
+        || id == NULL || strcmp(id, session) != 0 || status == NULL)
     {
         json_decref(doc);
-        return "an answer that is not the session asked for";
+        return "an answer that is not the object asked for";
     }
 
-    if (strcmp(status, "complete") == 0) {
-        *type = "checkout.session.completed";
-
-    } else if (strcmp(status, "expired") == 0) {
-        *type = "checkout.session.expired";
-
-    } else if (strcmp(status, "open") != 0) {
-        json_decref(doc);
-        return "a session status we do not know";
-    }
-
+    *type = mc_query_event_type(intent, status);
     json_decref(doc);
-    return NULL;
+
+    return *type == NULL && !mc_query_still_open(intent, status)
+           ? "a status we do not know" : NULL;
+}
+
+
+/*
+ * The webhook event an object's status stands for, as Stripe would have
+ * sent it; NULL while nothing is decided yet (or for a status we do not
+ * know, which mc_query_still_open() tells apart).
+ */
+static const char *
+mc_query_event_type(int intent, const char *status)
+{
+    if (!intent) {
+        return strcmp(status, "complete") == 0 ? "checkout.session.completed"
+               : strcmp(status, "expired") == 0 ? "checkout.session.expired"
+               : NULL;
+    }
+
+    return strcmp(status, "succeeded") == 0 ? "payment_intent.succeeded"
+           : strcmp(status, "processing") == 0 ? "payment_intent.processing"
+           : strcmp(status, "canceled") == 0 ? "payment_intent.canceled"
+           : NULL;
+}
+
+
+static int
+mc_query_still_open(int intent, const char *status)
+{
+    if (!intent) {
+        return strcmp(status, "open") == 0;
+    }
+
+    /* a PaymentIntent waiting for its customer, or retried after a
+       declined card: not a failure of the deposit yet */
+    return strcmp(status, "requires_payment_method") == 0
+           || strcmp(status, "requires_confirmation") == 0
+           || strcmp(status, "requires_action") == 0
+           || strcmp(status, "requires_capture") == 0;
 }
 
 

@@ -4,7 +4,8 @@
 # provider (a Stripe API double, t/stripesim/) about deposits that should
 # have been paid by now, and feeds trusted answers to ingest(), the webhook
 # path's own function.  Impossible:
-#   - a lost webhook leaving a paid deposit uncredited
+#   - a lost webhook leaving a paid deposit uncredited (a Checkout
+#     Session or a PaymentIntent)
 #   - the webhook and the query both crediting one payment (one unique
 #     key decides, whichever comes first)
 #   - a timeout, an HTTP error or an answer about another session changing
@@ -58,7 +59,7 @@ sub deposit {
     my (%o) = @_;
     my $ref = $sb->create_deposit(client => 'alice', login => 1701,
                                   amount => 5000, key => 'query-dep-' . ++$n);
-    my $cs = "cs_test_query_$n";
+    my $cs = delete $o{id} // "cs_test_query_$n";
     $sb->psql("SELECT mt5credit.deposit_set_session('alice', '$ref', '$cs')",
               user => 'portal');
     $sessions{$cs} = { status => 'complete', payment_status => 'paid',
@@ -154,6 +155,22 @@ my ($r9) = deposit(payment_status => 'unpaid');
 poll();
 is(dep($r9)->{credits} . ' ' . dep($r9)->{status}, '0 pending',
    'complete but unpaid (a bank debit in flight): pending, no credit');
+
+# --- a PaymentIntent the portal made directly -------------------------------
+
+my ($rpi) = deposit(id => 'pi_query_direct', status => 'succeeded',
+                    amount => 5000, amount_received => 5000);
+poll();
+is($sb->sql1("SELECT provider_payment_id FROM mt5credit.mt5_credit c JOIN "
+             . "mt5credit.deposit d ON d.id = c.deposit_id "
+             . "WHERE d.reference = '$rpi'"), 'pi_query_direct',
+   'a succeeded PaymentIntent asked by its id: credited under its id');
+my ($rpi2) = deposit(id => 'pi_query_waiting',
+                     status => 'requires_payment_method');
+poll();
+is(dep($rpi2)->{credits} . ' ' . dep($rpi2)->{status} . ' '
+   . dep($rpi2)->{attempts}, '0 created 1',
+   'a PaymentIntent still waiting for its customer: nothing yet');
 
 # --- giving up --------------------------------------------------------------
 

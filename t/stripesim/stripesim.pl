@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 #
-# A test double of the one Stripe API call `mt5credit poll-provider` makes:
-# GET /v1/checkout/sessions/<id> with "Authorization: Bearer <key>".
+# A test double of the Stripe API calls `mt5credit poll-provider` makes:
+# GET /v1/checkout/sessions/<id> and /v1/payment_intents/<pi_...> with
+# "Authorization: Bearer <key>".
 # Sessions come from a JSON file the test rewrites at will (read on every
 # request), each {"status", "payment_status", "amount_total", "currency",
 # "client_reference_id", "payment_intent", ...} and optionally a fault:
@@ -64,9 +65,12 @@ sub answer {
     return reply($c, 401, { error => { type => 'invalid_request_error',
                                        message => 'Invalid API Key' } })
         unless $auth;
-    my ($id) = $path =~ m{^/v1/checkout/sessions/([A-Za-z0-9_]+)$};
+    my ($kind, $id) =
+        $path =~ m{^/v1/(checkout/sessions|payment_intents)/([A-Za-z0-9_]+)$};
     return reply($c, 404, { error => { message => 'No such route' } })
         unless $method eq 'GET' && $id;
+    my $object = $kind eq 'payment_intents' ? 'payment_intent'
+                                            : 'checkout.session';
 
     my $sessions = do {
         open my $f, '<', $state or return reply($c, 500, {});
@@ -79,7 +83,9 @@ sub answer {
     sleep $s->{delay} if $s->{delay};
     return reply($c, $s->{http}, { error => { message => 'injected' } })
         if $s->{http};
-    my %o = (id => $s->{other_id} // $id, object => 'checkout.session',
+    return reply($c, 404, { error => { message => "No such $object" } })
+        if ($id =~ /^pi_/) != ($object eq 'payment_intent');
+    my %o = (id => $s->{other_id} // $id, object => $object,
              mode => 'payment', livemode => JSON::PP::false,
              metadata => { deposit_id => $s->{client_reference_id} },
              map { $_ => $s->{$_} } grep { !/^(delay|http|other_id)$/ }
