@@ -42,6 +42,9 @@ static int mc_cmd_reconcile(int argc, char **argv);
 static int mc_cmd_cases(int argc, char **argv);
 static int mc_cmd_poll(int argc, char **argv);
 static const char *mc_config_path(const char *given);
+static mc_config_t *mc_config_open(const char *path, int need_servers,
+    int oom_rc, int *rc);
+static void mc_run_setup(const mc_config_t *cfg, const char *name);
 
 
 int
@@ -178,16 +181,63 @@ mc_config_path(const char *given)
 }
 
 
+/* the configuration file, checked; NULL (said why on stderr) with the
+   exit status in *rc */
+static mc_config_t *
+mc_config_open(const char *path, int need_servers, int oom_rc, int *rc)
+{
+    char          err[1024];
+    mc_config_t  *cfg;
+
+    cfg = malloc(sizeof(mc_config_t));
+    if (cfg == NULL) {
+        fprintf(stderr, "mt5credit: out of memory\n");
+        *rc = oom_rc;
+        return NULL;
+    }
+
+    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0
+        || (need_servers && mc_config_need_servers(cfg, err, sizeof(err))
+            != 0))
+    {
+        fprintf(stderr, "mt5credit: %s\n", err);
+        free(cfg);
+        *rc = 2;
+        return NULL;
+    }
+
+    return cfg;
+}
+
+
+/* logging as configured, and SIGTERM/SIGINT to the stop flag */
+static void
+mc_run_setup(const mc_config_t *cfg, const char *name)
+{
+    mc_log_level_e    level;
+    struct sigaction  sa;
+
+    (void) mc_log_parse_level(cfg->log_level, &level);
+    mc_log_set_level(level);
+    mc_log_set_name(name);
+
+    /* no SA_RESTART: a sleep or a Redis wait ends early and sees the stop */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = mc_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+
 static int
 mc_cmd_work(int argc, char **argv, int resolve_only)
 {
     int               c, once, rc;
-    char              err[1024];
     const char       *path;
     mc_config_t      *cfg;
     mc_worker_t       w;
-    mc_log_level_e    level;
-    struct sigaction  sa;
 
     static struct option  opts[] = {
         { "config", required_argument, NULL, 'c' },
@@ -220,30 +270,12 @@ mc_cmd_work(int argc, char **argv, int resolve_only)
         }
     }
 
-    cfg = malloc(sizeof(mc_config_t));
+    cfg = mc_config_open(path, 1, 1, &rc);
     if (cfg == NULL) {
-        return 1;
+        return rc;
     }
 
-    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0
-        || mc_config_need_servers(cfg, err, sizeof(err)) != 0)
-    {
-        fprintf(stderr, "mt5credit: %s\n", err);
-        free(cfg);
-        return 2;
-    }
-
-    (void) mc_log_parse_level(cfg->log_level, &level);
-    mc_log_set_level(level);
-    mc_log_set_name(resolve_only ? "mt5credit-resolve" : "mt5credit-work");
-
-    /* no SA_RESTART: a sleep or a Redis wait ends early and sees the stop */
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = mc_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    mc_run_setup(cfg, resolve_only ? "mt5credit-resolve" : "mt5credit-work");
 
     if (mc_worker_init(&w, cfg, (volatile int *) &mc_stop) != 0) {
         fprintf(stderr, "mt5credit: out of memory\n");
@@ -270,7 +302,6 @@ static int
 mc_cmd_status(int argc, char **argv)
 {
     int           c, prometheus, rc;
-    char          err[1024];
     const char   *path, *database;
     mc_config_t  *cfg;
 
@@ -314,18 +345,9 @@ mc_cmd_status(int argc, char **argv)
     cfg = NULL;
 
     if (database == NULL) {
-        cfg = malloc(sizeof(mc_config_t));
-
+        cfg = mc_config_open(path, 0, 1, &rc);
         if (cfg == NULL) {
-            return 1;
-        }
-
-        if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err))
-            != 0)
-        {
-            fprintf(stderr, "mt5credit: %s\n", err);
-            free(cfg);
-            return 2;
+            return rc;
         }
 
         database = cfg->database;
@@ -342,12 +364,9 @@ static int
 mc_cmd_reconcile(int argc, char **argv)
 {
     int               c, rc;
-    char              err[1024];
     const char       *path, *grace;
     mc_config_t      *cfg;
-    mc_log_level_e    level;
     mc_recon_opts_t   o;
-    struct sigaction  sa;
 
     static struct option  opts[] = {
         { "config", required_argument, NULL, 'c' },
@@ -406,17 +425,9 @@ mc_cmd_reconcile(int argc, char **argv)
         return 2;
     }
 
-    cfg = malloc(sizeof(mc_config_t));
+    cfg = mc_config_open(path, 1, MC_RECON_FAILED, &rc);
     if (cfg == NULL) {
-        return 4;
-    }
-
-    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0
-        || mc_config_need_servers(cfg, err, sizeof(err)) != 0)
-    {
-        fprintf(stderr, "mt5credit: %s\n", err);
-        free(cfg);
-        return 2;
+        return rc;
     }
 
     o.deal_grace = cfg->recon_deal_grace;
@@ -437,16 +448,7 @@ mc_cmd_reconcile(int argc, char **argv)
         o.out_dir = cfg->recon_out;
     }
 
-    (void) mc_log_parse_level(cfg->log_level, &level);
-    mc_log_set_level(level);
-    mc_log_set_name("mt5credit-reconcile");
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = mc_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    mc_run_setup(cfg, "mt5credit-reconcile");
 
     rc = mc_recon_run(cfg, &o, &mc_stop);
     free(cfg);
@@ -459,7 +461,6 @@ static int
 mc_cmd_cases(int argc, char **argv)
 {
     int           i, rc;
-    char          err[1024];
     const char   *path, *database;
     mc_config_t  *cfg;
 
@@ -486,17 +487,9 @@ mc_cmd_cases(int argc, char **argv)
     cfg = NULL;
 
     if (database == NULL && (path != NULL || getenv("MT5CREDIT_CONFIG"))) {
-        cfg = malloc(sizeof(mc_config_t));
+        cfg = mc_config_open(path, 0, 1, &rc);
         if (cfg == NULL) {
-            return 1;
-        }
-
-        if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err))
-            != 0)
-        {
-            fprintf(stderr, "mt5credit: %s\n", err);
-            free(cfg);
-            return 2;
+            return rc;
         }
 
         database = cfg->desk_database;
@@ -513,11 +506,8 @@ static int
 mc_cmd_poll(int argc, char **argv)
 {
     int               c, once, rc;
-    char              err[1024];
     const char       *path;
     mc_config_t      *cfg;
-    mc_log_level_e    level;
-    struct sigaction  sa;
 
     static struct option  opts[] = {
         { "config", required_argument, NULL, 'c' },
@@ -544,27 +534,12 @@ mc_cmd_poll(int argc, char **argv)
         }
     }
 
-    cfg = malloc(sizeof(mc_config_t));
+    cfg = mc_config_open(path, 0, 1, &rc);
     if (cfg == NULL) {
-        return 1;
+        return rc;
     }
 
-    if (mc_config_load(mc_config_path(path), cfg, err, sizeof(err)) != 0) {
-        fprintf(stderr, "mt5credit: %s\n", err);
-        free(cfg);
-        return 2;
-    }
-
-    (void) mc_log_parse_level(cfg->log_level, &level);
-    mc_log_set_level(level);
-    mc_log_set_name("mt5credit-poll");
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = mc_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    mc_run_setup(cfg, "mt5credit-poll");
 
     rc = mc_query_run(cfg, once, &mc_stop);
     free(cfg);
