@@ -62,13 +62,13 @@ typedef struct {
     FILE                     *fetch_spool;
     mc_pgcopy_t              *fetch_copy;
     char                      fetch_err[1024];
-    double                    fetch_seconds;
+    int64_t                   fetch_ms;
     char                     *settlement_incomplete;  /* why, or NULL */
     int64_t                   run_id;
     int64_t                   window_start, window_end, deal_window_end;
     mc_recon_fetch_stats_t    fetched;
     uint64_t                  settlement_rows, control_rows;
-    double                    started;       /* of the current phase */
+    int64_t                   started_ms;    /* of the current phase */
     char                      err[2048];
 } mc_recon_t;
 
@@ -95,7 +95,7 @@ static int mc_recon_input_error(mc_recon_t *r, PGresult *res);
 static int mc_recon_outputs(mc_recon_t *r, int64_t run_id,
     const char *verdict, int unchanged);
 static void mc_recon_rollback(mc_recon_t *r);
-static double mc_recon_now(void);
+static int64_t mc_recon_now_ms(void);
 static void mc_recon_phase(mc_recon_t *r, const char *what);
 
 
@@ -141,7 +141,7 @@ mc_recon_run(mc_config_t *cfg, const mc_recon_opts_t *o,
         goto done;
     }
 
-    r->started = mc_recon_now();
+    r->started_ms = mc_recon_now_ms();
 
     if ((rc = mc_recon_digits(r)) != 0 || (rc = mc_recon_begin(r)) != 0
         || (rc = mc_recon_fetch_start(r)) != 0)
@@ -534,7 +534,7 @@ static void *
 mc_recon_fetch_thread(void *arg)
 {
     mc_recon_t  *r = arg;
-    double       t0 = mc_recon_now();
+    int64_t      t0 = mc_recon_now_ms();
     char         err[1024];
 
     r->fetch_rc = mc_recon_fetch(r->cfg, r->fetch_copy, r->run_id,
@@ -550,7 +550,7 @@ mc_recon_fetch_thread(void *arg)
         snprintf(r->fetch_err, sizeof(r->fetch_err), "%s", err);
     }
 
-    r->fetch_seconds = mc_recon_now() - t0;
+    r->fetch_ms = mc_recon_now_ms() - t0;
     __atomic_store_n(&r->fetch_done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
@@ -594,8 +594,9 @@ mc_recon_fetch_wait(mc_recon_t *r, int abandon)
     }
 
     mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": MT5 deals fetched in "
-           "%.1f s, beside the settlement", r->run_id, r->fetch_seconds);
-    r->started = mc_recon_now();
+           "%" PRId64 ".%01d s, beside the settlement", r->run_id,
+           r->fetch_ms / 1000, (int) (r->fetch_ms % 1000 / 100));
+    r->started_ms = mc_recon_now_ms();
 
     if (r->settlement_incomplete != NULL) {
         return mc_recon_incomplete(r, r->settlement_incomplete);
@@ -864,13 +865,13 @@ mc_recon_rollback(mc_recon_t *r)
 }
 
 
-static double
-mc_recon_now(void)
+static int64_t
+mc_recon_now_ms(void)
 {
     struct timespec  ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 
@@ -878,9 +879,9 @@ mc_recon_now(void)
 static void
 mc_recon_phase(mc_recon_t *r, const char *what)
 {
-    double  now = mc_recon_now();
+    int64_t  now = mc_recon_now_ms(), ms = now - r->started_ms;
 
-    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %s in %.1f s",
-           r->run_id, what, now - r->started);
-    r->started = now;
+    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %s in %" PRId64
+           ".%01d s", r->run_id, what, ms / 1000, (int) (ms % 1000 / 100));
+    r->started_ms = now;
 }
