@@ -45,6 +45,7 @@ typedef struct {
 } mc_query_t;
 
 
+static int mc_query_url_ok(const mc_config_t *cfg);
 static int mc_query_key(mc_query_t *q);
 static int mc_query_round(mc_query_t *q, volatile sig_atomic_t *stop);
 static void mc_query_one(mc_query_t *q, const char *deposit,
@@ -68,7 +69,7 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
     memset(&q, 0, sizeof(q));
     q.cfg = cfg;
 
-    if (mc_query_key(&q) != 0) {
+    if (mc_query_url_ok(cfg) != 0 || mc_query_key(&q) != 0) {
         return 2;
     }
 
@@ -111,6 +112,34 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
     PQfinish(q.conn);
     curl_easy_cleanup(q.curl);
     return rc;
+}
+
+
+/*
+ * The API key travels in every request: HTTPS only, except to this very
+ * machine (a local test double), and that is said in the log.
+ */
+static int
+mc_query_url_ok(const mc_config_t *cfg)
+{
+    const char  *u = cfg->provider_api_url;
+
+    if (strncmp(u, "https://", 8) == 0) {
+        return 0;
+    }
+
+    if (strncmp(u, "http://127.0.0.1:", 17) == 0
+        || strncmp(u, "http://localhost:", 17) == 0)
+    {
+        mc_log(MC_LOG_WARN, "poll-provider: %s is plain HTTP on this "
+               "machine: for tests only", u);
+        return 0;
+    }
+
+    fprintf(stderr, "mt5credit: %s: provider_api_url \"%s\" must be "
+            "https:// (plain HTTP only to 127.0.0.1 or localhost)\n",
+            cfg->path, u);
+    return -1;
 }
 
 

@@ -13,7 +13,8 @@
 #   - an unpaid or expired session crediting anything
 #   - a deposit being asked about forever: after the attempts it is left to
 #     reconciliation, with a case
-#   - the API key on a command line or in a log
+#   - the API key on a command line, in a log, or sent over plain HTTP
+#     to another machine
 
 use strict;
 use warnings;
@@ -197,5 +198,18 @@ my $logs = join '', map { local $/; open my $f, '<', $_ or next; <$f> }
 unlike($logs . $out, qr/\Q$KEY\E/, 'the API key is in no log or output');
 is(scalar(() = do { open my $l, '<', "$state.log"; grep { / 0$/ } <$l> }), 0,
    'every request carried the key');
+
+
+# --- the key never travels in the clear ---------------------------------------
+
+{
+    my $plain = Mt5Credit::Worker::config($sb, 'poll-plain', servers => [],
+        provider_api_url => 'http://api.example.com',
+        provider_api_key_file => $keyfile);
+    my ($rc, $o) = Mt5Credit::Worker::run($sb, 'poll-provider', '-c', $plain,
+                                          '--once');
+    is($rc, 2, 'a plain-HTTP provider URL off this machine is refused');
+    like($o, qr/must be https/, '... saying why');
+}
 
 done_testing;
