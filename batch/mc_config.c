@@ -108,6 +108,25 @@ static const mc_key_t  mc_main_keys[] = {
       "poll-provider: seconds between rounds (60)" },
     { "query_timeout", MC_KEY_SECONDS, MC_MAIN(query_timeout), 1, 600,
       "poll-provider: seconds one provider request may take (10)" },
+    { "payout_lease", MC_KEY_SECONDS, MC_MAIN(payout_lease), 5, 3600,
+      "payout: seconds a sender holds a payout; longer than "
+      "payout_timeout (60)" },
+    { "payout_timeout", MC_KEY_SECONDS, MC_MAIN(payout_timeout), 1, 600,
+      "payout: seconds one provider request may take (30)" },
+    { "payout_margin", MC_KEY_SECONDS, MC_MAIN(payout_margin), 0, 3600,
+      "payout: seconds past a lease before an unknown payout is looked "
+      "up (30)" },
+    { "payout_backoff", MC_KEY_SECONDS, MC_MAIN(payout_backoff), 1, 86400,
+      "payout: wait after a lookup that settled nothing, doubled each "
+      "time (60)" },
+    { "payout_max_lookups", MC_KEY_INT, MC_MAIN(payout_max_lookups), 1,
+      1000, "payout: lookups without an answer before a person is told "
+      "(6)" },
+    { "payout_recheck", MC_KEY_SECONDS, MC_MAIN(payout_recheck), 1, 86400,
+      "payout: seconds between status checks of an accepted payout "
+      "(600)" },
+    { "payout_interval", MC_KEY_SECONDS, MC_MAIN(payout_interval), 1, 86400,
+      "payout: seconds between rounds (10)" },
     { "desk_database", MC_KEY_STR, MC_MAIN(desk_database), 0, 0,
       "cases: libpq conninfo; each person logs in as their own role, "
       "member of mt5credit_operator (default: libpq's PG* environment)" },
@@ -181,6 +200,13 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->query_max_attempts = 12;
     cfg->query_interval = 60;
     cfg->query_timeout = 10;
+    cfg->payout_lease = 60;
+    cfg->payout_timeout = 30;
+    cfg->payout_margin = 30;
+    cfg->payout_backoff = 60;
+    cfg->payout_max_lookups = 6;
+    cfg->payout_recheck = 600;
+    cfg->payout_interval = 10;
     strcpy(cfg->recon_out, ".");
 }
 
@@ -517,6 +543,14 @@ mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "%s: lease (%ds) must be at least "
                  "3 x call_timeout + 5 (%ds)", cfg->path, cfg->lease,
                  3 * cfg->call_timeout + 5);
+        return -1;
+    }
+
+    /* the same for a payout: its send ends before its lease does */
+    if (cfg->payout_lease < cfg->payout_timeout + 5) {
+        snprintf(err, errlen, "%s: payout_lease (%ds) must be at least "
+                 "payout_timeout + 5 (%ds)", cfg->path, cfg->payout_lease,
+                 cfg->payout_timeout + 5);
         return -1;
     }
 

@@ -68,6 +68,13 @@ typedef struct {
     int                  query_max_attempts;
     int                  query_interval;   /* s between rounds */
     int                  query_timeout;    /* s for one provider request */
+    int                  payout_lease;     /* s a sender holds a payout */
+    int                  payout_timeout;   /* s for one payout request */
+    int                  payout_margin;    /* s after a lease before lookup */
+    int                  payout_backoff;   /* s, doubled per failed lookup */
+    int                  payout_max_lookups;
+    int                  payout_recheck;   /* s between accepted checks */
+    int                  payout_interval;  /* s between rounds */
     mc_server_config_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;
 } mc_config_t;

@@ -17,46 +17,33 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 
 #include "mc_log.h"
+#include "mc_provider_api.h"
 #include "mc_query.h"
 
 
-#define MC_QUERY_BODY_MAX  (1024 * 1024)
 #define MC_QUERY_BATCH     100
-
-
-typedef struct {
-    char    *data;
-    size_t   len;
-    int      too_big;
-} mc_query_buf_t;
 
 
 typedef struct {
     mc_config_t  *cfg;
     PGconn       *conn;
-    CURL         *curl;
-    char          key[256];
-    char          auth[300];
+    mc_papi_t     api;
 } mc_query_t;
 
 
-static int mc_query_url_ok(const mc_config_t *cfg);
-static int mc_query_key(mc_query_t *q);
 static int mc_query_round(mc_query_t *q, volatile sig_atomic_t *stop);
 static void mc_query_one(mc_query_t *q, const char *deposit,
     const char *reference, const char *session);
 static const char *mc_query_fetch(mc_query_t *q, const char *session,
-    mc_query_buf_t *b, const char **type);
+    mc_papi_answer_t *a, const char **type);
 static const char *mc_query_event_type(int intent, const char *status);
 static int mc_query_still_open(int intent, const char *status);
 static void mc_query_record(mc_query_t *q, const char *deposit,
     const char *reference, const char *why);
-static size_t mc_query_write(char *p, size_t size, size_t n, void *arg);
 
 
 int
@@ -69,19 +56,19 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
     memset(&q, 0, sizeof(q));
     q.cfg = cfg;
 
-    if (mc_query_url_ok(cfg) != 0 || mc_query_key(&q) != 0) {
+    if (mc_papi_open(&q.api, cfg, "poll-provider", cfg->query_timeout)
+        != 0)
+    {
         return 2;
     }
 
-    q.curl = curl_easy_init();
     q.conn = PQconnectdb(cfg->database);
 
-    if (q.curl == NULL || PQstatus(q.conn) != CONNECTION_OK) {
+    if (PQstatus(q.conn) != CONNECTION_OK) {
         fprintf(stderr, "mt5credit: poll-provider: %s",
-                q.curl == NULL ? "curl: out of memory\n"
-                               : PQerrorMessage(q.conn));
+                PQerrorMessage(q.conn));
         PQfinish(q.conn);
-        curl_easy_cleanup(q.curl);
+        mc_papi_close(&q.api);
         return 1;
     }
 
@@ -107,80 +94,9 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         }
     }
 
-    explicit_bzero(q.key, sizeof(q.key));
-    explicit_bzero(q.auth, sizeof(q.auth));
     PQfinish(q.conn);
-    curl_easy_cleanup(q.curl);
+    mc_papi_close(&q.api);
     return rc;
-}
-
-
-/*
- * The API key travels in every request: HTTPS only, except to this very
- * machine (a local test double), and that is said in the log.
- */
-static int
-mc_query_url_ok(const mc_config_t *cfg)
-{
-    const char  *u = cfg->provider_api_url;
-
-    if (strncmp(u, "https://", 8) == 0) {
-        return 0;
-    }
-
-    if (strncmp(u, "http://127.0.0.1:", 17) == 0
-        || strncmp(u, "http://localhost:", 17) == 0)
-    {
-        mc_log(MC_LOG_WARN, "poll-provider: %s is plain HTTP on this "
-               "machine: for tests only", u);
-        return 0;
-    }
-
-    fprintf(stderr, "mt5credit: %s: provider_api_url \"%s\" must be "
-            "https:// (plain HTTP only to 127.0.0.1 or localhost)\n",
-            cfg->path, u);
-    return -1;
-}
-
-
-/* the API key, from its file; never on a command line, never logged */
-static int
-mc_query_key(mc_query_t *q)
-{
-    FILE    *f;
-    size_t   n;
-
-    if (q->cfg->provider_api_key_file[0] == '\0') {
-        fprintf(stderr, "mt5credit: %s: \"provider_api_key_file\" is "
-                "required to poll the provider\n", q->cfg->path);
-        return -1;
-    }
-
-    f = fopen(q->cfg->provider_api_key_file, "r");
-    if (f == NULL) {
-        fprintf(stderr, "mt5credit: %s: %s\n",
-                q->cfg->provider_api_key_file, strerror(errno));
-        return -1;
-    }
-
-    n = fread(q->key, 1, sizeof(q->key) - 1, f);
-    fclose(f);
-    q->key[n] = '\0';
-
-    while (n > 0 && (q->key[n - 1] == '\n' || q->key[n - 1] == '\r'
-                     || q->key[n - 1] == ' '))
-    {
-        q->key[--n] = '\0';
-    }
-
-    if (n == 0 || strpbrk(q->key, " \t\r\n") != NULL) {
-        fprintf(stderr, "mt5credit: %s: not one API key\n",
-                q->cfg->provider_api_key_file);
-        return -1;
-    }
-
-    snprintf(q->auth, sizeof(q->auth), "Authorization: Bearer %s", q->key);
-    return 0;
 }
 
 
@@ -230,27 +146,27 @@ mc_query_one(mc_query_t *q, const char *deposit, const char *reference,
     int             formats[4] = { 0, 0, 0, 1 }, lengths[4] = { 0, 0, 0, 0 };
     PGresult       *res;
     const char     *why, *type, *params[4];
-    mc_query_buf_t  b = { NULL, 0, 0 };
+    mc_papi_answer_t  a;
 
-    why = mc_query_fetch(q, session, &b, &type);
+    why = mc_query_fetch(q, session, &a, &type);
 
     if (why != NULL) {
         mc_log(MC_LOG_WARN, "poll-provider: deposit %s (session %s): %s; "
                "nothing changed", reference, session, why);
         mc_query_record(q, deposit, reference, why);
-        free(b.data);
+        mc_papi_answer_free(&a);
         return;
     }
 
     params[0] = "stripe";
     params[1] = deposit;
     params[2] = type;
-    params[3] = b.data;
-    lengths[3] = (int) b.len;
+    params[3] = a.data;
+    lengths[3] = (int) a.len;
 
     res = PQexecParams(q->conn, "SELECT mt5credit.query_answered($1, $2, $3, "
                        "$4::bytea)", 4, NULL, params, lengths, formats, 0);
-    free(b.data);
+    mc_papi_answer_free(&a);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         mc_log(MC_LOG_ERROR, "poll-provider: deposit %s: %s", reference,
@@ -277,57 +193,38 @@ mc_query_one(mc_query_t *q, const char *deposit, const char *reference,
  * stands for in *type (NULL: still open), or why it cannot be trusted.
  */
 static const char *
-mc_query_fetch(mc_query_t *q, const char *session, mc_query_buf_t *b,
+mc_query_fetch(mc_query_t *q, const char *session, mc_papi_answer_t *a,
     const char **type)
 {
-    int                 intent;
-    long                code;
-    char                url[1024];
-    json_t             *doc;
-    CURLcode            rc;
-    const char         *status, *object, *id;
-    struct curl_slist  *headers;
-    static char         why[256];
+    int          intent;
+    char         path[512];
+    json_t      *doc;
+    const char  *status, *object, *id;
+    static char  why[256];
 
     /* a Checkout Session, or a PaymentIntent the portal made directly */
     intent = strncmp(session, "pi_", 3) == 0;
 
     *type = NULL;
-    snprintf(url, sizeof(url), "%s/v1/%s/%s", q->cfg->provider_api_url,
+    snprintf(path, sizeof(path), "/v1/%s/%s",
              intent ? "payment_intents" : "checkout/sessions", session);
 
-    headers = curl_slist_append(NULL, q->auth);
-
-    curl_easy_reset(q->curl);
-    curl_easy_setopt(q->curl, CURLOPT_URL, url);
-    curl_easy_setopt(q->curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(q->curl, CURLOPT_TIMEOUT, (long) q->cfg->query_timeout);
-    curl_easy_setopt(q->curl, CURLOPT_CONNECTTIMEOUT,
-                     (long) q->cfg->query_timeout);
-    curl_easy_setopt(q->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(q->curl, CURLOPT_PROTOCOLS_STR, "https,http");
-    curl_easy_setopt(q->curl, CURLOPT_WRITEFUNCTION, mc_query_write);
-    curl_easy_setopt(q->curl, CURLOPT_WRITEDATA, b);
-
-    rc = curl_easy_perform(q->curl);
-    curl_slist_free_all(headers);
-
-    if (rc != CURLE_OK) {
-        snprintf(why, sizeof(why), "no answer (%s)", curl_easy_strerror(rc));
+    if (mc_papi_get(&q->api, path, a) != 0) {
+        snprintf(why, sizeof(why), "no answer (%s)",
+                 curl_easy_strerror(a->rc));
         return why;
     }
 
-    curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &code);
-    if (code != 200) {
-        snprintf(why, sizeof(why), "HTTP %ld", code);
-        return why;
-    }
-
-    if (b->too_big) {
+    if (a->too_big) {
         return "an answer over 1 MB";
     }
 
-    doc = json_loadb(b->data != NULL ? b->data : "", b->len, 0, NULL);
+    if (a->status != 200) {
+        snprintf(why, sizeof(why), "HTTP %ld", a->status);
+        return why;
+    }
+
+    doc = json_loadb(a->data != NULL ? a->data : "", a->len, 0, NULL);
     object = json_string_value(json_object_get(doc, "object"));
     id = json_string_value(json_object_get(doc, "id"));
     status = json_string_value(json_object_get(doc, "status"));
@@ -414,30 +311,4 @@ mc_query_record(mc_query_t *q, const char *deposit, const char *reference,
     }
 
     PQclear(res);
-}
-
-
-static size_t
-mc_query_write(char *p, size_t size, size_t n, void *arg)
-{
-    char            *d;
-    mc_query_buf_t  *b = arg;
-
-    n *= size;
-
-    if (b->len + n > MC_QUERY_BODY_MAX) {
-        b->too_big = 1;
-        return 0;
-    }
-
-    d = realloc(b->data, b->len + n + 1);
-    if (d == NULL) {
-        return 0;
-    }
-
-    memcpy(d + b->len, p, n);
-    b->data = d;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
 }

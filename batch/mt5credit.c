@@ -21,6 +21,7 @@
 #include "mc_cases.h"
 #include "mc_config.h"
 #include "mc_log.h"
+#include "mc_payout.h"
 #include "mc_query.h"
 #include "mc_recon.h"
 #include "mc_status.h"
@@ -40,7 +41,11 @@ static int mc_cmd_work(int argc, char **argv, int resolve_only);
 static int mc_cmd_status(int argc, char **argv);
 static int mc_cmd_reconcile(int argc, char **argv);
 static int mc_cmd_cases(int argc, char **argv);
-static int mc_cmd_poll(int argc, char **argv);
+typedef int (*mc_loop_pt)(mc_config_t *cfg, int once,
+    volatile sig_atomic_t *stop);
+
+static int mc_cmd_loop(int argc, char **argv, const char *name,
+    mc_loop_pt run);
 static const char *mc_config_path(const char *given);
 static mc_config_t *mc_config_open(const char *path, int need_servers,
     int oom_rc, int *rc);
@@ -91,7 +96,13 @@ main(int argc, char **argv)
     }
 
     if (strcmp(cmd, "poll-provider") == 0) {
-        return mc_cmd_poll(argc - 1, argv + 1);
+        return mc_cmd_loop(argc - 1, argv + 1, "mt5credit-poll",
+                           mc_query_run);
+    }
+
+    if (strcmp(cmd, "payout") == 0) {
+        return mc_cmd_loop(argc - 1, argv + 1, "mt5credit-payout",
+                           mc_payout_run);
     }
 
     if (strcmp(cmd, "cases") == 0) {
@@ -125,6 +136,9 @@ mc_usage(FILE *f)
 "  poll-provider  ask the provider about deposits that should be paid by\n"
 "            now and have no credit; answers go through ingest(), like a\n"
 "            webhook (--once: one round)\n"
+"  payout    send the payouts of withdrawals whose MT5 debit is done, with\n"
+"            an idempotency key; look up unknown ones before any resend\n"
+"            (--once: one round)\n"
 "  cases     the case desk: list, show, assign, note, resolve, and the\n"
 "            two-person money actions (\"mt5credit cases --help\")\n"
 "\n"
@@ -502,8 +516,9 @@ mc_cmd_cases(int argc, char **argv)
 }
 
 
+/* a command that runs rounds until stopped, or one with --once */
 static int
-mc_cmd_poll(int argc, char **argv)
+mc_cmd_loop(int argc, char **argv, const char *name, mc_loop_pt run)
 {
     int               c, once, rc;
     const char       *path;
@@ -539,9 +554,9 @@ mc_cmd_poll(int argc, char **argv)
         return rc;
     }
 
-    mc_run_setup(cfg, "mt5credit-poll");
+    mc_run_setup(cfg, name);
 
-    rc = mc_query_run(cfg, once, &mc_stop);
+    rc = run(cfg, once, &mc_stop);
     free(cfg);
 
     return rc;

@@ -18,12 +18,29 @@
 # drops) checkout.session.completed, signed as Stripe signs (HMAC-SHA256
 # over "<t>.<body>"); it answers with the webhook's HTTP status, or 0.
 #
+# Payouts, as `mt5credit payout` uses them (kept in STATE.json.payouts):
+#   POST /v1/payouts (form: amount, currency, destination, metadata[...];
+#        Idempotency-Key header: the same key and parameters again is the
+#        same payout, the same key with other parameters is an
+#        idempotency_error);
+#   GET /v1/payouts/<id>;
+#   GET /v1/payouts?limit=&created[gte]=&starting_after= (newest first,
+#        has_more).
+# Faults come from STATE.json.faults, read on every request:
+#   {"payout_post": "decline" | "drop_before" | "delay_after" |
+#                   "http500_after" | "garbage_after",
+#    "payout_delay": seconds, "payout_list": "http500" | "more_lie",
+#    "payout_get": "http500"}
+# and POST /control/payout {"id", "status", "failure_code"} settles one;
+# GET /control/payouts shows them all, with each key's POST count.
+#
 #   stripesim.pl PORT STATE.json KEY
 
 use strict;
 use warnings;
 
 use Digest::SHA qw(hmac_sha256_hex);
+use Fcntl qw(:flock);
 use IO::Socket::INET;
 use JSON::PP;
 
@@ -51,20 +68,31 @@ sub answer {
     local $/ = "\r\n";
     my $line = <$c> // return;
     my ($method, $path) = split / /, $line;
-    my ($auth, $length) = (0, 0);
+    my ($auth, $length, $idem) = (0, 0, '');
     while (defined(my $h = <$c>)) {
         last if $h eq "\r\n";
         $auth = 1 if $h =~ /^Authorization: Bearer \Q$key\E\r\n$/i;
         $length = $1 if $h =~ /^Content-Length: (\d+)\r\n$/i;
+        $idem = $1 if $h =~ /^Idempotency-Key: (\S+)\r\n$/i;
     }
     if (open my $log, '>>', "$state.log") {
-        print $log "$path $auth\n";
+        print $log "$path $auth" . ($idem ? " $method $idem" : '') . "\n";
         close $log;
     }
     return pay($c, $length) if $method eq 'POST' && $path eq '/control/pay';
+    return control_payout($c, $length)
+        if $method eq 'POST' && $path eq '/control/payout';
+    return reply($c, 200, payouts_locked(sub { $_[0] }))
+        if $method eq 'GET' && $path eq '/control/payouts';
     return reply($c, 401, { error => { type => 'invalid_request_error',
                                        message => 'Invalid API Key' } })
         unless $auth;
+    return payout_post($c, $length, $idem)
+        if $method eq 'POST' && $path eq '/v1/payouts';
+    return payout_get($c, $1)
+        if $method eq 'GET' && $path =~ m{^/v1/payouts/([A-Za-z0-9_]+)$};
+    return payout_list($c, $1)
+        if $method eq 'GET' && $path =~ m{^/v1/payouts(?:\?(.*))?$};
     my ($kind, $id) =
         $path =~ m{^/v1/(checkout/sessions|payment_intents)/([A-Za-z0-9_]+)$};
     return reply($c, 404, { error => { message => 'No such route' } })
@@ -140,4 +168,160 @@ sub pay {
     my $status = (<$w> // '') =~ m{^HTTP/1\.[01] (\d+)} ? $1 : 0;
     close $w;
     return reply($c, 200, { delivered => $status + 0 });
+}
+
+# ------------------------------------------------------------- payouts
+
+sub faults {
+    open my $f, '<', "$state.faults" or return {};
+    local $/;
+    return eval { $json->decode(<$f>) } || {};
+}
+
+# runs $fn on the payout book under a lock, writes it back; returns its value
+sub payouts_locked {
+    my ($fn) = @_;
+    open my $lock, '>>', "$state.lock" or die $!;
+    flock $lock, LOCK_EX or die $!;
+    my $book = { payouts => [], posts => {}, keys => {} };
+    if (open my $f, '<', "$state.payouts") {
+        local $/;
+        $book = $json->decode(<$f>);
+    }
+    my $out = $fn->($book);
+    open my $f, '>', "$state.payouts.tmp" or die $!;
+    print $f $json->encode($book);
+    close $f;
+    rename "$state.payouts.tmp", "$state.payouts" or die $!;
+    close $lock;
+    return $out;
+}
+
+sub form {
+    my ($text) = @_;
+    my %f;
+    for (split /&/, $text) {
+        my ($k, $v) = map { my $x = $_ // ''; $x =~ tr/+/ /;
+                            $x =~ s/%([0-9A-Fa-f]{2})/chr hex $1/ge; $x }
+                      split /=/, $_, 2;
+        $f{$k} = $v;
+    }
+    return \%f;
+}
+
+sub payout_post {
+    my ($c, $length, $idem) = @_;
+    my $text = '';
+    read($c, $text, $length) if $length;
+    my $f = form($text);
+    my $fault = faults();
+    my $mode = $fault->{payout_post} // '';
+    return reply($c, 400, { error => { type => 'invalid_request_error',
+        message => 'an Idempotency-Key is required here' } }) unless $idem;
+
+    if ($mode eq 'decline') {
+        payouts_locked(sub { $_[0]{posts}{$idem}++ });
+        return reply($c, 400, { error => { type => 'invalid_request_error',
+            code => 'balance_insufficient',
+            message => 'You have insufficient funds in your Stripe '
+                       . 'account for this transfer.' } });
+    }
+    if ($mode eq 'drop_before') {
+        payouts_locked(sub { $_[0]{posts}{$idem}++ });
+        sleep($fault->{payout_delay} // 5);
+        close $c;
+        return;
+    }
+
+    my $params = join '&', map { "$_=$f->{$_}" } sort keys %$f;
+    my ($status, $body) = @{ payouts_locked(sub {
+        my ($book) = @_;
+        $book->{posts}{$idem}++;
+        if (my $k = $book->{keys}{$idem}) {
+            return [ 400, { error => { type => 'idempotency_error',
+                message => 'Keys for idempotent requests can only be used '
+                           . 'with the same parameters' } } ]
+                if $k->{params} ne $params;
+            my ($p) = grep { $_->{id} eq $k->{id} } @{ $book->{payouts} };
+            return [ 200, $p ];
+        }
+        my %meta = map { /^metadata\[(.+)\]$/ ? ($1 => $f->{$_}) : () }
+                   keys %$f;
+        my $p = { id => 'po_sim_' . (@{ $book->{payouts} } + 1),
+                  object => 'payout', amount => $f->{amount} + 0,
+                  currency => $f->{currency},
+                  destination => $f->{destination}, status => 'pending',
+                  metadata => \%meta, created => time,
+                  failure_code => undef, failure_message => undef };
+        push @{ $book->{payouts} }, $p;
+        $book->{keys}{$idem} = { params => $params, id => $p->{id} };
+        return [ 200, $p ];
+    }) };
+
+    if ($mode eq 'delay_after') {
+        sleep($fault->{payout_delay} // 5);
+    } elsif ($mode eq 'http500_after') {
+        return reply($c, 500, { error => { type => 'api_error',
+                                           message => 'injected' } });
+    } elsif ($mode eq 'garbage_after') {
+        print $c "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n"
+               . "Connection: close\r\n\r\nnot json!";
+        close $c;
+        return;
+    }
+    return reply($c, $status, $body);
+}
+
+sub payout_get {
+    my ($c, $id) = @_;
+    return reply($c, 500, { error => { type => 'api_error' } })
+        if (faults()->{payout_get} // '') eq 'http500';
+    my $p = payouts_locked(sub {
+        (grep { $_->{id} eq $id } @{ $_[0]{payouts} })[0] });
+    return $p ? reply($c, 200, $p)
+              : reply($c, 404, { error => { type => 'invalid_request_error',
+                                            message => "No such payout: '$id'" } });
+}
+
+sub payout_list {
+    my ($c, $query) = @_;
+    my $mode = faults()->{payout_list} // '';
+    return reply($c, 500, { error => { type => 'api_error' } })
+        if $mode eq 'http500';
+    return reply($c, 200, { object => 'list', data => [], has_more =>
+                            JSON::PP::true, url => '/v1/payouts' })
+        if $mode eq 'more_lie';
+    my $q = form($query // '');
+    my $limit = $q->{limit} || 10;
+    my $gte = $q->{'created[gte]'} // 0;
+    my @all = sort { $b->{created} <=> $a->{created}
+                     || ($b->{id} =~ /(\d+)$/)[0] <=> ($a->{id} =~ /(\d+)$/)[0] }
+              grep { $_->{created} >= $gte }
+              @{ payouts_locked(sub { $_[0]{payouts} }) };
+    if (my $after = $q->{starting_after}) {
+        my ($i) = grep { $all[$_]{id} eq $after } 0 .. $#all;
+        @all = defined $i ? @all[$i + 1 .. $#all] : ();
+    }
+    my @page = splice @all, 0, $limit;
+    return reply($c, 200, { object => 'list', data => \@page,
+                            has_more => @all ? JSON::PP::true
+                                             : JSON::PP::false,
+                            url => '/v1/payouts' });
+}
+
+sub control_payout {
+    my ($c, $length) = @_;
+    my $text = '';
+    read($c, $text, $length) if $length;
+    my $req = eval { $json->decode($text) } || {};
+    my $p = payouts_locked(sub {
+        my ($p) = grep { $_->{id} eq ($req->{id} // '') } @{ $_[0]{payouts} };
+        if ($p) {
+            $p->{status} = $req->{status};
+            $p->{failure_code} = $req->{failure_code};
+            $p->{failure_message} = $req->{failure_message};
+        }
+        return $p;
+    });
+    return $p ? reply($c, 200, $p) : reply($c, 404, { error => 'no such payout' });
 }

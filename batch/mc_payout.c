@@ -1,0 +1,804 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * One round:
+ *
+ *   1. payout_sweep(): a sender that died mid-send leaves its payout
+ *      unknown, never pending.
+ *   2. payout_check_due(): unknown payouts are looked up in the provider's
+ *      listing by our reference (found: recorded as the provider says;
+ *      a complete listing without it: pending, to be sent again under the
+ *      same idempotency key; anything less: unknown still, backoff, and a
+ *      person after payout_max_lookups); accepted payouts are asked for
+ *      their status until paid or failed.
+ *   3. payout_claim(): each pending payout is sent once, with its
+ *      idempotency key.  The answer decides: the provider's payout object
+ *      (accepted, paid, or failed), an explicit decline (rejected: a case,
+ *      the MT5 debit stands), or nothing certain (unknown).
+ *
+ * No request is retried here; the next round's lookup decides.
+ */
+
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "mc_alert.h"
+#include "mc_log.h"
+#include "mc_payout.h"
+#include "mc_provider_api.h"
+
+
+#define MC_PAYOUT_PROVIDER    "stripe"
+#define MC_PAYOUT_BATCH       100
+#define MC_PAYOUT_LIST_PAGES  100    /* 10,000 payouts: then incomplete */
+#define MC_PAYOUT_LIST_SLACK  600    /* s before the first send listed */
+
+
+typedef struct {
+    int64_t   id;
+    int       attempts;
+    char      status[16];
+    char      reference[32];
+    char      idempotency_key[64];
+    int64_t   amount_minor;
+    char      currency[8];
+    char      destination[256];
+    char      payout_id[256];
+    char      debit_reference[48];
+    int64_t   first_sent;
+} mc_payout_item_t;
+
+
+/* what the provider says about one payout */
+typedef struct {
+    char      id[256];
+    char      status[32];
+    char      failure_code[128];
+    char      failure_message[512];
+} mc_payout_seen_t;
+
+
+typedef struct {
+    mc_config_t        *cfg;
+    PGconn             *conn;
+    mc_papi_t           api;
+    mc_alert_config_t   alert;
+} mc_payout_t;
+
+
+static int mc_payout_round(mc_payout_t *p, volatile sig_atomic_t *stop);
+static int mc_payout_items(mc_payout_t *p, const char *sql, int n,
+    const char **params, mc_payout_item_t *items, int max);
+static void mc_payout_send(mc_payout_t *p, mc_payout_item_t *it);
+static void mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
+    mc_papi_answer_t *a);
+static void mc_payout_check(mc_payout_t *p, mc_payout_item_t *it);
+static void mc_payout_check_status(mc_payout_t *p, mc_payout_item_t *it);
+static void mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it);
+static const char *mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it,
+    const char *after, json_t **found, char *last, size_t lastlen,
+    int *more);
+static const char *mc_payout_match(const mc_payout_item_t *it, json_t *o,
+    mc_payout_seen_t *seen);
+static void mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it,
+    const char *from, const mc_payout_seen_t *seen);
+static void mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
+    const char *kind, const char *why);
+static int mc_payout_call(mc_payout_t *p, const char *what, const char *sql,
+    int n, const char **params, char *out, size_t outlen);
+static const char *mc_payout_error_code(mc_papi_answer_t *a, char *msg,
+    size_t msglen);
+
+
+int
+mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
+{
+    int          rc;
+    unsigned     slept;
+    mc_payout_t  p;
+
+    memset(&p, 0, sizeof(p));
+    p.cfg = cfg;
+    p.alert.command = cfg->alert_command;
+    p.alert.url = cfg->alert_url;
+    p.alert.worker = cfg->worker_name;
+
+    if (mc_papi_open(&p.api, cfg, "payout", cfg->payout_timeout) != 0) {
+        return 2;
+    }
+
+    p.conn = PQconnectdb(cfg->database);
+
+    if (PQstatus(p.conn) != CONNECTION_OK) {
+        fprintf(stderr, "mt5credit: payout: %s", PQerrorMessage(p.conn));
+        PQfinish(p.conn);
+        mc_papi_close(&p.api);
+        return 1;
+    }
+
+    for ( ;; ) {
+        rc = mc_payout_round(&p, stop);
+
+        if (once || *stop) {
+            break;
+        }
+
+        for (slept = 0; slept < (unsigned) cfg->payout_interval && !*stop;
+             slept++)
+        {
+            sleep(1);
+        }
+
+        if (*stop) {
+            break;
+        }
+
+        if (PQstatus(p.conn) != CONNECTION_OK) {
+            PQreset(p.conn);
+        }
+    }
+
+    PQfinish(p.conn);
+    mc_papi_close(&p.api);
+    return rc;
+}
+
+
+static int
+mc_payout_round(mc_payout_t *p, volatile sig_atomic_t *stop)
+{
+    int               i, n, sent, checked;
+    char              margin[16], lookup[16], limit[16], lease[16], out[16];
+    const char       *params[4];
+    mc_payout_item_t  items[MC_PAYOUT_BATCH];
+
+    params[0] = p->cfg->worker_name;
+    if (mc_payout_call(p, "payout_sweep",
+                       "SELECT mt5credit.payout_sweep($1)", 1, params, out,
+                       sizeof(out)) != 0)
+    {
+        return 1;
+    }
+
+    if (strcmp(out, "0") != 0) {
+        mc_log(MC_LOG_WARN, "payout: %s payout(s) past their lease are "
+               "unknown now", out);
+    }
+
+    /* first what is unknown or on its way: nothing unknown is re-sent
+       before its lookup, and the lookup comes first */
+    snprintf(margin, sizeof(margin), "%d", p->cfg->payout_margin);
+    snprintf(lookup, sizeof(lookup), "%d", p->cfg->payout_lease);
+    snprintf(limit, sizeof(limit), "%d", MC_PAYOUT_BATCH);
+    params[0] = MC_PAYOUT_PROVIDER;
+    params[1] = margin;
+    params[2] = lookup;
+    params[3] = limit;
+
+    n = mc_payout_items(p, "SELECT * FROM mt5credit.payout_check_due($1, $2, "
+                        "$3, $4)", 4, params, items, MC_PAYOUT_BATCH);
+    if (n < 0) {
+        return 1;
+    }
+
+    checked = n;
+    for (i = 0; i < n && !*stop; i++) {
+        mc_payout_check(p, &items[i]);
+    }
+
+    snprintf(lease, sizeof(lease), "%d", p->cfg->payout_lease);
+    params[0] = MC_PAYOUT_PROVIDER;
+    params[1] = p->cfg->worker_name;
+    params[2] = lease;
+
+    for (sent = 0; sent < MC_PAYOUT_BATCH && !*stop; sent++) {
+        n = mc_payout_items(p, "SELECT * FROM mt5credit.payout_claim($1, $2, "
+                            "$3)", 3, params, items, 1);
+        if (n < 0) {
+            return 1;
+        }
+
+        if (n == 0) {
+            break;
+        }
+
+        mc_payout_send(p, &items[0]);
+    }
+
+    mc_log(MC_LOG_INFO, "payout: round: %d looked at, %d sent", checked,
+           sent);
+    return 0;
+}
+
+
+/* rows of mt5credit.payout_item into items; their number, or -1 */
+static int
+mc_payout_items(mc_payout_t *p, const char *sql, int n, const char **params,
+    mc_payout_item_t *items, int max)
+{
+    int                i, rows;
+    PGresult          *res;
+    mc_payout_item_t  *it;
+
+    res = PQexecParams(p->conn, sql, n, NULL, params, NULL, NULL, 0);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        mc_log(MC_LOG_ERROR, "payout: %s", PQresultErrorMessage(res));
+        PQclear(res);
+        return -1;
+    }
+
+    rows = PQntuples(res);
+
+    for (i = 0; i < rows && i < max; i++) {
+        it = &items[i];
+        memset(it, 0, sizeof(*it));
+        it->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        it->attempts = atoi(PQgetvalue(res, i, 1));
+        snprintf(it->status, sizeof(it->status), "%s", PQgetvalue(res, i, 2));
+        snprintf(it->reference, sizeof(it->reference), "%s",
+                 PQgetvalue(res, i, 3));
+        snprintf(it->idempotency_key, sizeof(it->idempotency_key), "%s",
+                 PQgetvalue(res, i, 4));
+        it->amount_minor = strtoll(PQgetvalue(res, i, 6), NULL, 10);
+        snprintf(it->currency, sizeof(it->currency), "%s",
+                 PQgetvalue(res, i, 7));
+        snprintf(it->destination, sizeof(it->destination), "%s",
+                 PQgetvalue(res, i, 8));
+        snprintf(it->payout_id, sizeof(it->payout_id), "%s",
+                 PQgetvalue(res, i, 9));
+        snprintf(it->debit_reference, sizeof(it->debit_reference), "%s",
+                 PQgetvalue(res, i, 10));
+        it->first_sent = strtoll(PQgetvalue(res, i, 11), NULL, 10);
+    }
+
+    PQclear(res);
+    return i;
+}
+
+
+/*
+ * One POST, with the payout's idempotency key.  Amounts are the
+ * provider's minor units already: no conversion happens here.
+ */
+static void
+mc_payout_send(mc_payout_t *p, mc_payout_item_t *it)
+{
+    char              form[1024], cur[8], *dest, *ref, *debit;
+    size_t            i;
+    mc_papi_answer_t  a;
+
+    for (i = 0; it->currency[i] != '\0' && i < sizeof(cur) - 1; i++) {
+        cur[i] = (char) (it->currency[i] | 0x20);
+    }
+    cur[i] = '\0';
+
+    dest = curl_easy_escape(p->api.curl, it->destination, 0);
+    ref = curl_easy_escape(p->api.curl, it->reference, 0);
+    debit = curl_easy_escape(p->api.curl, it->debit_reference, 0);
+
+    snprintf(form, sizeof(form), "amount=%" PRId64 "&currency=%s"
+             "&destination=%s&metadata%%5Bmt5credit_reference%%5D=%s"
+             "&metadata%%5Bmt5credit_debit%%5D=%s",
+             it->amount_minor, cur, dest != NULL ? dest : "",
+             ref != NULL ? ref : "", debit != NULL ? debit : "");
+
+    curl_free(dest);
+    curl_free(ref);
+    curl_free(debit);
+
+    mc_log(MC_LOG_INFO, "payout %s (debit %s): POST /v1/payouts %" PRId64
+           " %s, attempt %d, key %s", it->reference, it->debit_reference,
+           it->amount_minor, cur, it->attempts, it->idempotency_key);
+
+    mc_papi_post(&p->api, "/v1/payouts", form, it->idempotency_key, &a);
+    mc_payout_sent_answer(p, it, &a);
+    mc_papi_answer_free(&a);
+}
+
+
+static void
+mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
+    mc_papi_answer_t *a)
+{
+    char              msg[512], detail[640], *d, att[16], id[24];
+    json_t           *doc;
+    const char       *code, *why, *params[6];
+    mc_payout_seen_t  seen;
+
+    snprintf(id, sizeof(id), "%" PRId64, it->id);
+    snprintf(att, sizeof(att), "%d", it->attempts);
+    params[0] = id;
+    params[1] = att;
+    params[2] = p->cfg->worker_name;
+
+    if (a->rc != CURLE_OK && !a->sent) {
+        /* the connection was never made: nothing can have been paid */
+        d = json_dumps(json_pack("{s:s, s:s}", "step", "send", "reason",
+                                 curl_easy_strerror(a->rc)),
+                       JSON_COMPACT);
+        params[3] = d;
+        mc_log(MC_LOG_WARN, "payout %s: %s; not sent, released",
+               it->reference, curl_easy_strerror(a->rc));
+        mc_payout_call(p, "payout_release", "SELECT mt5credit.payout_release("
+                       "$1, $2, $3, $4)", 4, params, NULL, 0);
+        free(d);
+        return;
+    }
+
+    if (a->rc == CURLE_OK && a->status == 200) {
+        doc = json_loadb(a->data != NULL ? a->data : "", a->len, 0, NULL);
+        why = mc_payout_match(it, doc, &seen);
+        json_decref(doc);
+
+        if (why == NULL) {
+            mc_payout_answered(p, it, "sending", &seen);
+            return;
+        }
+
+    } else if (a->rc == CURLE_OK && a->status >= 400 && a->status < 500
+               && a->status != 409 && a->status != 429)
+    {
+        /* the provider refused the request itself: nothing was paid */
+        code = mc_payout_error_code(a, msg, sizeof(msg));
+
+        if (code != NULL && strcmp(code, "idempotency_error") != 0) {
+            d = json_dumps(json_pack("{s:s, s:i, s:s}", "step", "send",
+                                     "http", (int) a->status, "code", code),
+                           JSON_COMPACT);
+            params[3] = code;
+            params[4] = msg;
+            params[5] = d;
+            mc_log(MC_LOG_ALERT, "payout %s: declined by the provider: "
+                   "%s (%s); the MT5 debit %s stands, case opened",
+                   it->reference, code, msg, it->debit_reference);
+            mc_payout_call(p, "payout_declined", "SELECT mt5credit."
+                           "payout_declined($1, $2, $4, $5, $3, $6)", 6,
+                           params, NULL, 0);
+            mc_alert(&p->alert, "payout_rejected", it->id,
+                     "payout %s declined by the provider: %s",
+                     it->reference, code);
+            free(d);
+            return;
+        }
+
+        why = code != NULL ? "the idempotency key was refused"
+                           : "an error answer without a reason";
+
+    } else if (a->rc != CURLE_OK) {
+        why = curl_easy_strerror(a->rc);
+
+    } else {
+        snprintf(msg, sizeof(msg), "HTTP %ld", a->status);
+        why = msg;
+    }
+
+    /* a timeout is not a failure: the lookup will tell */
+    snprintf(detail, sizeof(detail), "%s", why);
+    d = json_dumps(json_pack("{s:s, s:s}", "step", "send", "reason", detail),
+                   JSON_COMPACT);
+    params[3] = d;
+    mc_log(MC_LOG_WARN, "payout %s: outcome unknown (%s); it will be looked "
+           "up before anything is sent again", it->reference, detail);
+    mc_payout_call(p, "payout_unknown", "SELECT mt5credit.payout_unknown($1, "
+                   "$2, $3, $4)", 4, params, NULL, 0);
+    free(d);
+}
+
+
+static void
+mc_payout_check(mc_payout_t *p, mc_payout_item_t *it)
+{
+    if (strcmp(it->status, "accepted") == 0) {
+        mc_payout_check_status(p, it);
+        return;
+    }
+
+    mc_payout_lookup(p, it);
+}
+
+
+/* an accepted payout: GET it by the provider's id until paid or failed */
+static void
+mc_payout_check_status(mc_payout_t *p, mc_payout_item_t *it)
+{
+    char              path[512], why[128];
+    json_t           *doc;
+    const char       *bad;
+    mc_papi_answer_t  a;
+    mc_payout_seen_t  seen;
+
+    snprintf(path, sizeof(path), "/v1/payouts/%s", it->payout_id);
+
+    if (mc_papi_get(&p->api, path, &a) != 0 || a.status != 200) {
+        snprintf(why, sizeof(why), "status query: %s",
+                 a.rc != CURLE_OK ? curl_easy_strerror(a.rc) : "not HTTP 200");
+        mc_papi_answer_free(&a);
+        mc_payout_check_failed(p, it, "payout_no_answer", why);
+        return;
+    }
+
+    doc = json_loadb(a.data != NULL ? a.data : "", a.len, 0, NULL);
+    bad = mc_payout_match(it, doc, &seen);
+    json_decref(doc);
+    mc_papi_answer_free(&a);
+
+    if (bad == NULL && strcmp(seen.id, it->payout_id) != 0) {
+        bad = "an answer about another payout";
+    }
+
+    if (bad != NULL) {
+        mc_payout_check_failed(p, it, "payout_no_answer", bad);
+        return;
+    }
+
+    mc_payout_answered(p, it, "accepted", &seen);
+}
+
+
+/*
+ * An unknown payout: list the provider's payouts created since shortly
+ * before the first send, newest first, page by page to the end, and
+ * collect those carrying our reference.  Only a complete walk can say
+ * "not there".
+ */
+static void
+mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it)
+{
+    int               page, more;
+    char              last[256], why[256], id[24], att[16], *d;
+    json_t           *found;
+    const char       *bad, *params[4];
+    mc_payout_seen_t  seen;
+
+    found = json_array();
+    last[0] = '\0';
+    more = 1;
+
+    for (page = 0; more && page < MC_PAYOUT_LIST_PAGES; page++) {
+        bad = mc_payout_list_page(p, it, page == 0 ? NULL : last, &found,
+                                  last, sizeof(last), &more);
+        if (bad != NULL) {
+            snprintf(why, sizeof(why), "listing, page %d: %s", page + 1, bad);
+            json_decref(found);
+            mc_payout_check_failed(p, it, "payout_no_answer", why);
+            return;
+        }
+    }
+
+    if (more) {
+        json_decref(found);
+        mc_payout_check_failed(p, it, "payout_no_answer",
+                               "listing longer than we read");
+        return;
+    }
+
+    if (json_array_size(found) > 1) {
+        snprintf(why, sizeof(why), "%zu payouts carry reference %s",
+                 json_array_size(found), it->reference);
+        json_decref(found);
+        mc_log(MC_LOG_ALERT, "payout %s: %s", it->reference, why);
+        mc_payout_check_failed(p, it, "payout_conflict", why);
+        mc_alert(&p->alert, "payout_conflict", it->id, "payout %s: %s",
+                 it->reference, why);
+        return;
+    }
+
+    if (json_array_size(found) == 1) {
+        bad = mc_payout_match(it, json_array_get(found, 0), &seen);
+        json_decref(found);
+
+        if (bad != NULL) {
+            snprintf(why, sizeof(why), "found, but %s", bad);
+            mc_payout_check_failed(p, it, "payout_conflict", why);
+            return;
+        }
+
+        mc_log(MC_LOG_INFO, "payout %s: found at the provider as %s, %s",
+               it->reference, seen.id, seen.status);
+        mc_payout_answered(p, it, "unknown", &seen);
+        return;
+    }
+
+    json_decref(found);
+
+    /* the provider vouches that it has no such payout: send it again,
+       under the same idempotency key */
+    snprintf(id, sizeof(id), "%" PRId64, it->id);
+    snprintf(att, sizeof(att), "%d", it->attempts);
+    d = json_dumps(json_pack("{s:s, s:i}", "step", "lookup", "pages", page),
+                   JSON_COMPACT);
+    params[0] = id;
+    params[1] = att;
+    params[2] = p->cfg->worker_name;
+    params[3] = d;
+    mc_log(MC_LOG_INFO, "payout %s: not at the provider (complete listing, "
+           "%d page%s); pending again", it->reference, page,
+           page == 1 ? "" : "s");
+    mc_payout_call(p, "payout_absent", "SELECT mt5credit.payout_absent($1, "
+                   "$2, $3, $4)", 4, params, NULL, 0);
+    free(d);
+}
+
+
+static const char *
+mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it, const char *after,
+    json_t **found, char *last, size_t lastlen, int *more)
+{
+    char              path[512];
+    size_t            i;
+    json_t           *doc, *data, *o, *has_more;
+    const char       *ref, *id, *object;
+    mc_papi_answer_t  a;
+    static char       why[128];
+
+    snprintf(path, sizeof(path), "/v1/payouts?limit=100"
+             "&created%%5Bgte%%5D=%" PRId64 "%s%s",
+             it->first_sent - MC_PAYOUT_LIST_SLACK,
+             after != NULL ? "&starting_after=" : "",
+             after != NULL ? after : "");
+
+    if (mc_papi_get(&p->api, path, &a) != 0 || a.status != 200) {
+        snprintf(why, sizeof(why), "%s",
+                 a.rc != CURLE_OK ? curl_easy_strerror(a.rc)
+                 : a.too_big ? "an answer over 1 MB" : "not HTTP 200");
+        mc_papi_answer_free(&a);
+        return why;
+    }
+
+    doc = json_loadb(a.data != NULL ? a.data : "", a.len, 0, NULL);
+    mc_papi_answer_free(&a);
+
+    object = json_string_value(json_object_get(doc, "object"));
+    data = json_object_get(doc, "data");
+    has_more = json_object_get(doc, "has_more");
+
+    if (object == NULL || strcmp(object, "list") != 0 || !json_is_array(data)
+        || !json_is_boolean(has_more))
+    {
+        json_decref(doc);
+        return "not a complete list";
+    }
+
+    *more = json_is_true(has_more);
+
+    json_array_foreach(data, i, o) {
+        id = json_string_value(json_object_get(o, "id"));
+        if (id == NULL) {
+            json_decref(doc);
+            return "a listed payout without an id";
+        }
+
+        snprintf(last, lastlen, "%s", id);
+        ref = json_string_value(json_object_get(
+                  json_object_get(o, "metadata"), "mt5credit_reference"));
+
+        if (ref != NULL && strcmp(ref, it->reference) == 0) {
+            json_array_append(*found, o);
+        }
+    }
+
+    if (*more && json_array_size(data) == 0) {
+        json_decref(doc);
+        return "an empty page that says there is more";
+    }
+
+    json_decref(doc);
+    return NULL;
+}
+
+
+/*
+ * Is o the provider's payout object for exactly this payout?  NULL with
+ * what it says in *seen, or why not.
+ */
+static const char *
+mc_payout_match(const mc_payout_item_t *it, json_t *o, mc_payout_seen_t *seen)
+{
+    json_t      *amount;
+    const char  *object, *id, *status, *cur, *dest, *ref, *code, *msg;
+
+    memset(seen, 0, sizeof(*seen));
+
+    object = json_string_value(json_object_get(o, "object"));
+    id = json_string_value(json_object_get(o, "id"));
+    status = json_string_value(json_object_get(o, "status"));
+    amount = json_object_get(o, "amount");
+    cur = json_string_value(json_object_get(o, "currency"));
+    dest = json_string_value(json_object_get(o, "destination"));
+    ref = json_string_value(json_object_get(json_object_get(o, "metadata"),
+                                            "mt5credit_reference"));
+
+    if (!json_is_object(o) || object == NULL || strcmp(object, "payout") != 0
+        || id == NULL || status == NULL || strlen(id) >= sizeof(seen->id)
+        || strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                      "0123456789_-") != strlen(id))
+    {
+        return "not a payout object";
+    }
+
+    if (ref == NULL || strcmp(ref, it->reference) != 0) {
+        return "a payout with another reference";
+    }
+
+    if (!json_is_integer(amount)
+        || json_integer_value(amount) != it->amount_minor
+        || cur == NULL || strcasecmp(cur, it->currency) != 0
+        || dest == NULL || strcmp(dest, it->destination) != 0)
+    {
+        return "a payout of another amount, currency or destination";
+    }
+
+    snprintf(seen->id, sizeof(seen->id), "%s", id);
+    snprintf(seen->status, sizeof(seen->status), "%s", status);
+
+    code = json_string_value(json_object_get(o, "failure_code"));
+    msg = json_string_value(json_object_get(o, "failure_message"));
+    snprintf(seen->failure_code, sizeof(seen->failure_code), "%s",
+             code != NULL ? code : "");
+    snprintf(seen->failure_message, sizeof(seen->failure_message), "%s",
+             msg != NULL ? msg : "");
+
+    if (strcmp(status, "pending") != 0 && strcmp(status, "in_transit") != 0
+        && strcmp(status, "paid") != 0 && strcmp(status, "failed") != 0
+        && strcmp(status, "canceled") != 0)
+    {
+        return "a payout status we do not know";
+    }
+
+    return NULL;
+}
+
+
+static void
+mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it, const char *from,
+    const mc_payout_seen_t *seen)
+{
+    char         id[24], att[16], recheck[16], out[16], *d;
+    const char  *params[10];
+
+    snprintf(id, sizeof(id), "%" PRId64, it->id);
+    snprintf(att, sizeof(att), "%d", it->attempts);
+    snprintf(recheck, sizeof(recheck), "%d", p->cfg->payout_recheck);
+    d = json_dumps(json_pack("{s:s, s:s}", "step",
+                             strcmp(from, "sending") == 0 ? "send" : "lookup",
+                             "provider_payout_id", seen->id),
+                   JSON_COMPACT);
+
+    params[0] = id;
+    params[1] = att;
+    params[2] = from;
+    params[3] = seen->id;
+    params[4] = seen->status;
+    params[5] = seen->failure_code[0] != '\0' ? seen->failure_code : NULL;
+    params[6] = seen->failure_message[0] != '\0' ? seen->failure_message
+                                                  : NULL;
+    params[7] = p->cfg->worker_name;
+    params[8] = d;
+    params[9] = recheck;
+
+    if (mc_payout_call(p, "payout_answered", "SELECT mt5credit."
+                       "payout_answered($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+                       "$10)", 10, params, out, sizeof(out)) == 0)
+    {
+        if (strcmp(out, "rejected") == 0) {
+            mc_log(MC_LOG_ALERT, "payout %s: %s by the provider (%s); the "
+                   "MT5 debit %s stands, case opened", it->reference,
+                   seen->status, seen->failure_code, it->debit_reference);
+            mc_alert(&p->alert, "payout_rejected", it->id,
+                     "payout %s %s: %s", it->reference, seen->status,
+                     seen->failure_code);
+
+        } else if (strcmp(out, "stale") == 0) {
+            mc_log(MC_LOG_WARN, "payout %s: changed meanwhile; nothing "
+                   "recorded", it->reference);
+
+        } else {
+            mc_log(MC_LOG_INFO, "payout %s: %s (%s at the provider, %s)",
+                   it->reference, out, seen->id, seen->status);
+        }
+    }
+
+    free(d);
+}
+
+
+static void
+mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
+    const char *kind, const char *why)
+{
+    char         id[24], att[16], backoff[16], max[16], out[8];
+    const char  *params[7];
+
+    snprintf(id, sizeof(id), "%" PRId64, it->id);
+    snprintf(att, sizeof(att), "%d", it->attempts);
+    snprintf(backoff, sizeof(backoff), "%d", p->cfg->payout_backoff);
+    snprintf(max, sizeof(max), "%d", p->cfg->payout_max_lookups);
+    params[0] = id;
+    params[1] = att;
+    params[2] = kind;
+    params[3] = why;
+    params[4] = backoff;
+    params[5] = max;
+    params[6] = p->cfg->worker_name;
+
+    mc_log(MC_LOG_WARN, "payout %s (%s): %s; nothing changed",
+           it->reference, it->status, why);
+
+    if (mc_payout_call(p, "payout_check_failed", "SELECT mt5credit."
+                       "payout_check_failed($1, $2, $3, $4, $5, $6, $7)", 7,
+                       params, out, sizeof(out)) == 0
+        && strcmp(out, "t") == 0 && strcmp(kind, "payout_no_answer") == 0)
+    {
+        mc_log(MC_LOG_ALERT, "payout %s: still %s after %d lookups; a "
+               "person must look (case opened)", it->reference, it->status,
+               p->cfg->payout_max_lookups);
+        mc_alert(&p->alert, kind, it->id, "payout %s: %s", it->reference,
+                 why);
+    }
+}
+
+
+/* one function call; its single value in out (when given); 0 or -1 */
+static int
+mc_payout_call(mc_payout_t *p, const char *what, const char *sql, int n,
+    const char **params, char *out, size_t outlen)
+{
+    PGresult  *res;
+
+    res = PQexecParams(p->conn, sql, n, NULL, params, NULL, NULL, 0);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        mc_log(MC_LOG_ERROR, "payout: %s: %s", what,
+               PQresultErrorMessage(res));
+        PQclear(res);
+        return -1;
+    }
+
+    if (out != NULL) {
+        snprintf(out, outlen, "%s", PQgetvalue(res, 0, 0));
+    }
+
+    PQclear(res);
+    return 0;
+}
+
+
+/*
+ * A Stripe error answer: {"error": {"type", "code", "message"}}.  The
+ * code (or the type) when it is one, else NULL; the message in msg.
+ */
+static const char *
+mc_payout_error_code(mc_papi_answer_t *a, char *msg, size_t msglen)
+{
+    json_t       *doc, *err;
+    const char   *type, *code, *m;
+    static char   out[128];
+
+    msg[0] = '\0';
+    doc = json_loadb(a->data != NULL ? a->data : "", a->len, 0, NULL);
+    err = json_object_get(doc, "error");
+    type = json_string_value(json_object_get(err, "type"));
+    code = json_string_value(json_object_get(err, "code"));
+    m = json_string_value(json_object_get(err, "message"));
+
+    if (type == NULL) {
+        json_decref(doc);
+        return NULL;
+    }
+
+    snprintf(msg, msglen, "%s", m != NULL ? m : "");
+    snprintf(out, sizeof(out), "%s",
+             strcmp(type, "idempotency_error") == 0 ? type
+             : code != NULL ? code : type);
+    json_decref(doc);
+    return out;
+}

@@ -1,0 +1,61 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The provider's REST API (Stripe's conventions: a bearer key, JSON
+ * answers, form-encoded POSTs, an Idempotency-Key header), as used by
+ * `mt5credit poll-provider` and `mt5credit payout`.  One request at a
+ * time, each with a timeout and never retried here: the callers decide
+ * what an answer, or no answer, means.
+ */
+
+#ifndef MC_PROVIDER_API_H
+#define MC_PROVIDER_API_H
+
+
+#include <curl/curl.h>
+
+#include "mc_config.h"
+
+
+#define MC_PAPI_BODY_MAX  (1024 * 1024)
+
+
+typedef struct {
+    const mc_config_t  *cfg;
+    const char         *who;        /* the command, for messages */
+    CURL               *curl;
+    long                timeout;    /* s for one request */
+    char                key[256];
+    char                auth[300];
+} mc_papi_t;
+
+
+/* what came back: sent is 0 when provably nothing reached the provider */
+typedef struct {
+    CURLcode   rc;
+    long       status;              /* HTTP status; 0: no answer */
+    int        sent;
+    int        too_big;
+    char      *data;
+    size_t     len;
+} mc_papi_answer_t;
+
+
+/*
+ * Checks provider_api_url (https://, or plain HTTP only to this machine)
+ * and reads the key from provider_api_key_file.  0, or -1 with the reason
+ * on stderr.
+ */
+int mc_papi_open(mc_papi_t *api, const mc_config_t *cfg, const char *who,
+    int timeout);
+void mc_papi_close(mc_papi_t *api);
+
+/* path is below provider_api_url ("/v1/..."); 0 when an HTTP answer came */
+int mc_papi_get(mc_papi_t *api, const char *path, mc_papi_answer_t *a);
+int mc_papi_post(mc_papi_t *api, const char *path, const char *form,
+    const char *idempotency_key, mc_papi_answer_t *a);
+
+void mc_papi_answer_free(mc_papi_answer_t *a);
+
+
+#endif /* MC_PROVIDER_API_H */
