@@ -189,7 +189,7 @@ typedef struct {
 
 static const char *const mc_rr_movements[] = {
     "payment", "refund", "chargeback", "chargeback_reversal", "correction",
-    "unattributed", NULL
+    "withdrawal", "unattributed", NULL
 };
 
 static const char *const mc_rr_summary[][2] = {

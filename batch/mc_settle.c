@@ -92,7 +92,8 @@ enum {
 
 enum {
     MC_GE_ID = 0, MC_GE_TYPE, MC_GE_PAYMENT, MC_GE_MOVEMENT, MC_GE_DEPOSIT,
-    MC_GE_CURRENCY, MC_GE_AMOUNT, MC_GE_FEE, MC_GE_CREATED, MC_GE_PAYOUT
+    MC_GE_CURRENCY, MC_GE_AMOUNT, MC_GE_FEE, MC_GE_CREATED, MC_GE_PAYOUT,
+    MC_GE_WITHDRAWAL
 };
 
 enum {
@@ -127,6 +128,7 @@ static const mc_settle_column_t  mc_settle_generic_columns[] = {
     { "fee", 0 },
     { "created_at", 1 },
     { "payout_id", 0 },
+    { "withdrawal_reference", 0 },
     { NULL, 0 }
 };
 
@@ -178,6 +180,10 @@ static const mc_settle_type_t  mc_settle_generic_types[] = {
       MC_GE_MOVEMENT, "chargeback:", ":reversed" },
     { "fee", MC_SETTLE_FEE, 0, -1, "", "" },
     { "payout", MC_SETTLE_PAYOUT, 0, -1, "", "" },
+    /* a client's withdrawal paid out: keyed by our wd_ reference, its
+       movement_id is the provider's payout id */
+    { "withdrawal", MC_SETTLE_WITHDRAWAL, -1, MC_GE_WITHDRAWAL, "payout:",
+      "" },
     { "other", MC_SETTLE_OTHER, 0, -1, "", "" },
     { NULL, MC_SETTLE_OTHER, 0, -1, "", "" }
 };
@@ -185,7 +191,7 @@ static const mc_settle_type_t  mc_settle_generic_types[] = {
 
 static const char  *mc_settle_category_names[] = {
     "payment", "refund", "chargeback", "chargeback_reversal", "fee",
-    "payout", "other"
+    "payout", "other", "withdrawal"
 };
 
 
@@ -215,6 +221,8 @@ static const mc_settle_type_t *mc_settle_type(const mc_settle_type_t *types,
     const char *s, size_t len);
 static int mc_settle_signed(mc_settle_reader_t *r, const mc_settle_type_t *t,
     int col, int64_t v);
+static int mc_settle_withdrawal(mc_settle_reader_t *r,
+    const mc_settle_type_t *t, mc_settle_row_t *row, const char *movement);
 static int mc_settle_key(mc_settle_reader_t *r, const mc_settle_type_t *t,
     const char *id, char *key, size_t size);
 static const char *mc_settle_value(mc_settle_reader_t *r, int col,
@@ -341,7 +349,7 @@ mc_settle_control_next(mc_settle_reader_t *r, mc_settle_control_t *c,
 const char *
 mc_settle_category_name(mc_settle_category_e c)
 {
-    if ((int) c < 0 || (int) c > (int) MC_SETTLE_OTHER) {
+    if ((int) c < 0 || (int) c > (int) MC_SETTLE_WITHDRAWAL) {
         return "unknown";
     }
 
@@ -699,6 +707,10 @@ mc_settle_generic_row(mc_settle_reader_t *r, mc_settle_row_t *row)
         return -1;
     }
 
+    if (t->key_col == MC_GE_WITHDRAWAL) {
+        return mc_settle_withdrawal(r, t, row, movement);
+    }
+
     /* a refund or chargeback names both: the payment it takes back and
        its own id, which is its key */
     if (t->key_col != -1 && row->payment_id[0] == '\0') {
@@ -722,6 +734,47 @@ mc_settle_generic_row(mc_settle_reader_t *r, mc_settle_row_t *row)
         {
             return -1;
         }
+    }
+
+    row->created_utc = 1;
+
+    return mc_settle_time(r, MC_GE_CREATED, 1, row->created,
+                          sizeof(row->created));
+}
+
+
+/*
+ * A payout to a client: our withdrawal reference is its key (the MT5
+ * debit's provider_payment_id is "payout:<wd_...>"), and the provider's
+ * payout id, its movement_id, is kept in payment_id to be compared with
+ * the one our payout record holds.
+ */
+static int
+mc_settle_withdrawal(mc_settle_reader_t *r, const mc_settle_type_t *t,
+    mc_settle_row_t *row, const char *movement)
+{
+    char  wd[MC_SETTLE_ID_MAX + 1];
+
+    if (mc_settle_text(r, MC_GE_WITHDRAWAL, wd, sizeof(wd), 0) != 0) {
+        return -1;
+    }
+
+    if (wd[0] == '\0' || movement[0] == '\0') {
+        return mc_settle_fail(r, "a withdrawal needs withdrawal_reference "
+                              "and movement_id (the payout's id)");
+    }
+
+    if (row->payment_id[0] != '\0') {
+        return mc_settle_fail(r, "a withdrawal has no payment_id; its "
+                              "payout's id is movement_id");
+    }
+
+    snprintf(row->payment_id, sizeof(row->payment_id), "%s", movement);
+
+    if (mc_settle_key(r, t, wd, row->provider_key, sizeof(row->provider_key))
+        != 0)
+    {
+        return -1;
     }
 
     row->created_utc = 1;

@@ -46,7 +46,8 @@ typedef enum {
     MC_SETTLE_CHARGEBACK_REVERSAL, /* dispute won back: a credit */
     MC_SETTLE_FEE,                 /* provider fees, no MT5 movement */
     MC_SETTLE_PAYOUT,              /* money to our bank, no MT5 movement */
-    MC_SETTLE_OTHER                /* anything else the provider reports */
+    MC_SETTLE_OTHER,               /* anything else the provider reports */
+    MC_SETTLE_WITHDRAWAL           /* a payout to a client: an MT5 debit */
 } mc_settle_category_e;
 
 

@@ -17,6 +17,9 @@
 #   - a payout with no answer being guessed at (it stays unknown, a case
 #     after the configured lookups)
 #   - the API key in any log
+#   - a payout the provider settled without our debit, with another payout
+#     id, or that our record calls rejected, passing reconciliation; or a
+#     debit the provider never paid out
 
 use strict;
 use warnings;
@@ -25,7 +28,10 @@ use JSON::PP;
 use Test::More;
 use Time::HiRes qw(sleep);
 
+use POSIX qw(strftime);
+
 use lib 't/lib';
+use Mt5Credit::Settlement;
 use Mt5Credit::Stack;
 use Mt5Credit::Worker;
 
@@ -345,6 +351,75 @@ is(posts_of($wid), 1, 'a paid payout is never sent again');
 }
 
 $st->stop_worker('w1');
+
+# --- reconciliation: settlement payouts x withdrawals x MT5 debit deals -------------
+
+{
+    my %po = map { $_->[0] => $_->[1] } @{ $sb->psql(
+        "SELECT w.reference, coalesce(p.provider_payout_id, '') FROM "
+        . "mt5credit.withdrawal w JOIN mt5credit.payout p ON "
+        . "p.withdrawal_id = w.id") };
+    my %wd = map { $_->[0] => $_->[1] } @{ $sb->psql(
+        "SELECT amount_minor, reference FROM mt5credit.withdrawal") };
+    my $at = strftime('%Y-%m-%dT%H:%M:%SZ', gmtime);
+    my ($sum, $n, $csv) = (0, 0, '');
+    for my $r ([ 25000, 'ok' ], [ 1500, 'wrong_id' ], [ 1700, 'ok' ],
+               [ 2100, 'declined_here' ], [ 2500, 'ok' ],
+               [ 777, 'no_debit' ]) {
+        my ($amount, $how) = @$r;
+        my $ref = $how eq 'no_debit' ? 'wd_999999' : $wd{$amount};
+        my $id = $how eq 'wrong_id' ? 'po_not_ours'
+               : $how eq 'no_debit' ? 'po_stray'
+               : $how eq 'declined_here' ? 'po_paid_after_all' : $po{$ref};
+        $csv .= "g_wd_$amount,withdrawal,,$id,USD,-"
+              . Mt5Credit::Settlement::major($amount) . ",0.00,$at,po_batch,"
+              . "$ref\n";
+        $sum -= $amount;
+        $n++;
+    }
+    my $file = $sb->write_file('payouts.csv', "id,type,payment_id,movement_id,"
+        . "currency,amount,fee,created_at,payout_id,withdrawal_reference\n"
+        . $csv);
+    my $control = $sb->write_file('payouts-control.csv', "payout_id,currency,"
+        . "amount,count\npo_batch,USD," . Mt5Credit::Settlement::major($sum)
+        . ",$n\n");
+    my $rconf = Mt5Credit::Worker::config($sb, 'recon',
+        servers => [ [ 'live1', $sim, recon_groups => 'real\\usd' ] ],
+        recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
+                          . ' dbname=mt5credit user=recon"',
+        recon_out => $sb->dir, call_timeout => 3, lease => 20);
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $rconf,
+        '--provider', 'stripe', '--day', strftime('%Y-%m-%d', gmtime),
+        '--tz', 'UTC', '--currency', 'USD', '--format', 'generic',
+        '--settlement', $file, '--control', $control);
+    is($rc, 1, 'reconciliation of the payouts finds breaks (exit 1)')
+        or diag $out;
+    my ($run) = $out =~ /^run (\d+):/m;
+    my %kinds = map { $_->[0] => $_->[1] } @{ $sb->psql(
+        "SELECT kind || ':' || string_agg(coalesce(credit->>'reference', "
+        . "settlement->>'provider_key'), ',' ORDER BY item_key), count(*) "
+        . "FROM mt5credit.recon_item WHERE run_id = " . ($run // 0)
+        . " GROUP BY kind") };
+    my $w = sub { my $a = shift; "wd:" . ($wd{$a} =~ s/^wd_0*//r) };
+    is_deeply([ sort keys %kinds ], [ sort
+        'payout_id_mismatch:' . $w->(1500),
+        'payout_state_mismatch:' . $w->(2100),
+        'settled_not_debited:payout:wd_999999',
+        'debited_not_settled:' . join(',', sort $w->(1900), $w->(2300)) ],
+        'exactly the planted payout breaks, by kind and withdrawal')
+        or diag explain \%kinds;
+    is($sb->sql1("SELECT n FROM mt5credit.recon_count WHERE run_id = "
+                 . ($run // 0) . " AND dimension = 'matched' "
+                 . "AND name = 'withdrawal'"), 3,
+       'the three payouts that agree on all three sides are matched');
+    is($sb->sql1("SELECT credit->>'payout_status' FROM mt5credit.recon_item "
+                 . "WHERE run_id = " . ($run // 0) . " AND kind = "
+                 . "'payout_state_mismatch'"), 'rejected',
+       'an item shows our payout record beside the settlement row and deal');
+    is($sb->sql1("SELECT severity FROM mt5credit.case WHERE kind = "
+                 . "'payout_id_mismatch'"), 'critical',
+       'a payout id that is not the provider\'s own answer is critical');
+}
 
 my $logs = join '', map { Mt5Credit::Worker::log_of($sb, $_) } qw(w1);
 my ($rc, $out) = Mt5Credit::Worker::run($sb, 'payout', '-c', $conf, '--once');

@@ -599,6 +599,39 @@ generic_rows(void)
           GH "r1,settlement,acme-1,,,USD,5.00,,2024-05-01T10:00:00Z,\n",
           "line 2: unknown type \"settlement\"", "generic: an unknown type");
 
+    /* a payout to a client: keyed by our withdrawal reference */
+    runs(MC_SETTLE_GENERIC,
+         "id,type,payment_id,movement_id,currency,amount,created_at,"
+         "withdrawal_reference\n"
+         "w1,withdrawal,,po_77,USD,-250.00,2024-05-01T10:00:00Z,wd_000012\n");
+    ok(res.n == 1 && res.rows[0].category == MC_SETTLE_WITHDRAWAL
+       && strcmp(res.rows[0].provider_key, "payout:wd_000012") == 0
+       && strcmp(res.rows[0].payment_id, "po_77") == 0
+       && res.rows[0].gross_minor == -25000,
+       "generic withdrawal is keyed payout:<wd ref>, its payout id kept "
+       "(%d %s \"%s\" %s)", res.n,
+       mc_settle_category_name(res.rows[0].category),
+       res.rows[0].provider_key, res.err);
+
+    fails(MC_SETTLE_GENERIC, "USD", 2,
+          "id,type,payment_id,movement_id,currency,amount,created_at,"
+          "withdrawal_reference\n"
+          "w1,withdrawal,,po_77,USD,-250.00,2024-05-01T10:00:00Z,\n",
+          "line 2: a withdrawal needs withdrawal_reference and movement_id "
+          "(the payout's id)", "generic: a withdrawal without our reference");
+    fails(MC_SETTLE_GENERIC, "USD", 2,
+          "id,type,payment_id,movement_id,currency,amount,created_at,"
+          "withdrawal_reference\n"
+          "w1,withdrawal,,po_77,USD,250.00,2024-05-01T10:00:00Z,wd_1\n",
+          "line 2: a withdrawal with amount 250.00 (must be negative)",
+          "generic: a withdrawal paid in is a misread file");
+    fails(MC_SETTLE_GENERIC, "USD", 2,
+          "id,type,payment_id,movement_id,currency,amount,created_at,"
+          "withdrawal_reference\n"
+          "w1,withdrawal,pi_1,po_77,USD,-250.00,2024-05-01T10:00:00Z,wd_1\n",
+          "line 2: a withdrawal has no payment_id; its payout's id is "
+          "movement_id", "generic: a withdrawal naming a payment");
+
     fails(MC_SETTLE_GENERIC, "USD", 2,
           GH "r1,refund,acme-1,,,USD,-5.00,,2024-05-01T10:00:00Z,\n",
           "line 2: a refund without movement_id",
