@@ -18,6 +18,9 @@
 #     a deposit backwards (webhook path, sql/014): it moves the deposit's
 #     status forward, or is a conflict with a case
 #   - an event moving another provider's deposit
+#   - a client reading "refunded" before the refund is made, or another
+#     client's refunds (020: refunding and refunded, derived from the
+#     refund records, never stored twice)
 
 use strict;
 use warnings;
@@ -211,5 +214,57 @@ is($sb->sql1("SELECT detail ? 'source' FROM mt5credit.credit_history h "
              . "JOIN mt5credit.mt5_credit c ON c.id = h.credit_id "
              . "WHERE c.deposit_id = $d7 ORDER BY h.id LIMIT 1"), 'f',
    "the deposit's detail does not leak into the credit's history");
+
+# --- refunding and refunded (020), derived from the refund records --------------
+
+{
+    my $d = deposit();
+    my $ref = ref_of($d);
+    my $made = sub {
+        my ($id) = @_;
+        $sb->psql(<<"SQL");
+BEGIN;
+SELECT set_config('mt5credit.actor', 'test-fixture', true);
+UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
+    claimed_at = now(), claimed_by = 'fixture',
+    lease_expires_at = now() + interval '1 minute' WHERE id = $id;
+UPDATE mt5credit.mt5_credit SET status = 'done',
+    mt5_deal_ticket = 900000 + $id WHERE id = $id;
+COMMIT;
+SQL
+    };
+    my $refund_state = sub {
+        my ($client) = @_;
+        my $r = $sb->psql("SELECT refund_state, refunded_minor, open_count "
+            . "FROM mt5credit.deposit_refund_state('" . ($client // 'alice')
+            . "', '$ref')", user => 'portal');
+        return @$r ? join(' ', @{ $r->[0] }) : 'nothing';
+    };
+    my $last_credit = sub {
+        $sb->sql1("SELECT max(id) FROM mt5credit.mt5_credit "
+                  . "WHERE deposit_id = $d")
+    };
+
+    ingest(stripe_event(deposit => $ref, amount => 5000, pi => 'pi_life_rf'));
+    $made->($last_credit->());
+    is($refund_state->(), 'none 0 0', 'a credited deposit: no refunds');
+    like(ingest(stripe_event(type => 'charge.refunded', pi => 'pi_life_rf',
+                             charge => 'ch_life_rf', amount => 2000,
+                             charge_amount => 5000)),
+         qr/^credit_created/, 'a partial refund arrives');
+    is($refund_state->(), 'refunding 0 1',
+       '"refunding" while its debit is not made, nothing counted yet');
+    $made->($last_credit->());
+    is($refund_state->(), 'partially_refunded 2000 0',
+       'made: "partially refunded", 20.00');
+    ingest(stripe_event(type => 'charge.refunded', pi => 'pi_life_rf',
+                        charge => 'ch_life_rf', amount => 5000,
+                        charge_amount => 5000));
+    is($refund_state->(), 'refunding 2000 1', 'the rest: "refunding" again');
+    $made->($last_credit->());
+    is($refund_state->(), 'refunded 5000 0', 'all made: "refunded"');
+    is(status($d), 'succeeded', "the deposit's own status stays succeeded");
+    is($refund_state->('bob'), 'nothing', "another client reads nothing");
+}
 
 done_testing;

@@ -20,7 +20,9 @@ use strict;
 use warnings;
 
 use JSON::PP;
+use POSIX ();
 use Test::More;
+use Time::HiRes ();
 
 use lib 't/lib';
 use Mt5Credit::Provider qw(stripe_event);
@@ -89,6 +91,10 @@ sub dep {
 }
 
 sub events { $sb->sql1("SELECT count(*) FROM mt5credit.webhook_event") }
+sub created {
+    $sb->sql1("SELECT count(*) FROM mt5credit.webhook_event "
+              . "WHERE disposition = 'credit_created'")
+}
 
 sub ingest_webhook {
     my ($body) = @_;
@@ -128,6 +134,34 @@ is(dep($r3)->{credits}, 1, '... one credit');
 is($sb->sql1("SELECT disposition FROM mt5credit.webhook_event "
              . "ORDER BY id DESC LIMIT 1"), 'already_credited',
    '... the webhook says already credited');
+
+# --- the webhook and the query at the same moment ---------------------------
+
+{
+    my $created = created();
+    my @d = map { [ deposit() ] } 1 .. 8;
+    my $go = Time::HiRes::time() + 1;
+    my @kids;
+    for my $d (@d) {
+        my ($ref, $cs) = @$d;
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            Time::HiRes::sleep($go - Time::HiRes::time())
+                if $go > Time::HiRes::time();
+            ingest_webhook(stripe_event(deposit => $ref, amount => 5000,
+                                        pi => $sessions{$cs}{payment_intent}));
+            POSIX::_exit(0);
+        }
+        push @kids, $pid;
+    }
+    Time::HiRes::sleep($go - Time::HiRes::time()) if $go > Time::HiRes::time();
+    poll();
+    waitpid $_, 0 for @kids;
+    is(join(' ', map { dep($_->[0])->{credits} } @d), join(' ', (1) x 8),
+       'eight webhooks racing the query for their payments: one credit each');
+    is(created() - $created, 8,
+       '... and exactly eight events, of either path, created one');
+}
 
 # --- what changes nothing ----------------------------------------------------
 
