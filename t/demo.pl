@@ -7,7 +7,9 @@
 # (genuine, duplicated, a second event type for the same payment, forged,
 # stale, one whose amount disagrees) sent to the edge; what was stored and
 # refused, and why; then the worker turning each credit into exactly one
-# MT5 balance deal, and a refund into one debit; the day's reconciliation
+# MT5 balance deal, and a refund into one debit; a withdrawal approved by
+# two people, debited in MT5 first and then paid out through the
+# provider's payout API (a Stripe double); the day's reconciliation
 # against Stripe's settlement file, with its CSV and HTML report, and the
 # cases it opened as a person at the case desk sees them.
 #
@@ -182,6 +184,16 @@ $sim->add_account(login => 50001, group => 'real\\usd', balance => '0.00',
 $sim->add_account(login => 50002, group => 'real\\eur', balance => '0.00',
                   credit => '0.00', rights => 1);
 print "  simulator ", $sim->url, " (CA ", $sim->ca_file, ")\n";
+# the provider's API, for payouts: a Stripe double on loopback
+my $api_key = 'rk_demo_' . join('', map { ('a' .. 'z')[rand 26] } 1 .. 20);
+my $api_port = Mt5Credit::Sandbox::free_port();
+$sb->write_file('stripe-api.json', '{}');
+$sb->spawn('stripesim', 'perl', "$Mt5Credit::Sandbox::ROOT/t/stripesim/"
+           . 'stripesim.pl', $api_port, $sb->dir . '/stripe-api.json',
+           $api_key);
+Mt5Credit::Sandbox::wait_port($api_port, 'stripesim');
+my $api_key_file = $sb->write_file('secrets/stripe-api', "$api_key\n");
+chmod 0600, $api_key_file;
 my $report_dir = ($ENV{TMPDIR} || '/tmp') . '/mt5credit-demo-report';
 mkdir $report_dir;
 my $conf = Mt5Credit::Worker::config($sb, 'demo-worker',
@@ -189,7 +201,9 @@ my $conf = Mt5Credit::Worker::config($sb, 'demo-worker',
                    recon_groups => 'real\\usd, real\\eur' ] ],
     recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
                       . ' dbname=mt5credit user=recon"',
-    recon_out => $report_dir);
+    recon_out => $report_dir,
+    provider_api_url => "http://127.0.0.1:$api_port",
+    provider_api_key_file => $api_key_file);
 Mt5Credit::Worker::start($sb, 'demo-worker', $conf);
 Mt5Credit::Worker::wait_for(sub {
     $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
@@ -221,6 +235,33 @@ print "  MT5 balances: ", join(', ', map { "$_->{login} $_->{balance}" }
 print "  history of dep:1: ", join(' ', map { "$_->[0]>$_->[1]" } @{ $sb->psql(
     "SELECT coalesce(from_status, '-'), to_status FROM "
     . "mt5credit.credit_history WHERE credit_id = 1 ORDER BY id") }), "\n";
+
+say_step('a withdrawal of EUR 100.00 from 50002: two people, debit, payout');
+my $wd = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
+    . "'alice', 'demo-withdraw-1', 'stripe', 'demo-live', 50002, 10000, 'EUR', "
+    . "'ba_demo_alice')", user => 'portal');
+my $digest = $sb->sql1("SELECT mt5credit.withdrawal_prepare('$wd', "
+                       . "'within limits')", user => 'ops_alice');
+print "  $wd requested by alice, prepared by ops_alice (digest $digest)\n";
+my $self_ok = $sb->psql("SELECT mt5credit.withdrawal_approve('$wd', "
+    . "'$digest', 'mine')", user => 'ops_alice', may_fail => 1, raw => 1);
+print "  ops_alice approving it herself: ",
+      ($self_ok =~ /(maker-checker[^\n]*)/)[0] // 'ALLOWED?!', "\n";
+$sb->psql("SELECT mt5credit.withdrawal_approve('$wd', '$digest', 'ok')",
+          user => 'ops_bob');
+print "  ops_bob approves: the MT5 debit is queued in the same transaction\n";
+Mt5Credit::Worker::wait_for(sub {
+    $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
+              . "WHERE status IN ('pending', 'claimed')") == 0 }, 30);
+my ($payout_rc, $payout_log) = Mt5Credit::Worker::run($sb, 'payout', '-c',
+                                                      $conf, '--once');
+print map { "  $_\n" } grep { /payout wd_/ } split /\n/, $payout_log;
+printf "  %s\n", join(' | ', @$_) for @{ $sb->psql(
+    "SELECT c.reference || ' ' || c.status, 'deal ' || c.mt5_deal_ticket, "
+    . "'payout ' || p.status || ' ' || p.provider_payout_id, "
+    . "'client sees: ' || mt5credit.withdrawal_progress('alice', "
+    . "'$wd') FROM mt5credit.mt5_credit c JOIN mt5credit.payout p "
+    . "ON p.debit_credit_id = c.id") };
 
 say_step('the day closes: reconciliation of Stripe USD, today (UTC)');
 # Stripe's settlement for the day: the payment, its refund (named by the
