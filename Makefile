@@ -45,8 +45,8 @@ DEB_PACKAGES := build-essential pkg-config perl \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all module batch sim unit deps demo test test-unit bench static \
-        check-upstream clean
+.PHONY: all module batch sim unit deps demo test test-unit bench soak \
+        static check-upstream clean
 
 all: module batch sim unit
 
@@ -216,6 +216,13 @@ bench: deps all
 	t/run-as-tester perl t/bench/edge_bench.pl
 	t/run-as-tester perl t/bench/worker_bench.pl
 	t/run-as-tester perl t/bench/recon_bench.pl
+
+# The chaos soak with its exactly-once checker (t/soak/soak.pl): 10,000
+# payments by default; SOAK_ARGS="--n 50000 --seed 7" for others.
+SOAK_ARGS ?= --n 10000
+
+soak: deps all
+	t/run-as-tester perl t/soak/soak.pl $(SOAK_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -478,7 +478,12 @@ sub teardown {
 
 sub DESTROY { $_[0]->teardown }
 
-END { $_->teardown for @LIVE }
+# the program's exit status survives the teardown (reap and system set $?)
+END {
+    my $status = $?;
+    $_->teardown for @LIVE;
+    $? = $status;
+}
 
 
 package Mt5Credit::Sandbox::Session;
