@@ -41,12 +41,13 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 redis-server redis-tools libhiredis-dev \
                 libssl-dev libcurl4-openssl-dev libjansson-dev \
                 libmicrohttpd-dev openssl valgrind \
-                wrk procps iproute2 chromium
+                wrk procps iproute2 chromium \
+                clang libclang-rt-14-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all module batch sim unit deps demo test test-unit bench soak \
-        static check-upstream clean
+        fuzz fuzz-build static check-upstream clean
 
 all: module batch sim unit
 
@@ -198,7 +199,7 @@ deps:
 demo: deps all
 	t/run-as-tester perl t/demo.pl
 
-test: deps all
+test: deps all fuzz-build
 	t/run-tests
 	t/check-upstream-build
 
@@ -216,6 +217,53 @@ bench: deps all
 	t/run-as-tester perl t/bench/edge_bench.pl
 	t/run-as-tester perl t/bench/worker_bench.pl
 	t/run-as-tester perl t/bench/recon_bench.pl
+
+# libFuzzer targets (t/fuzz/), with ASan and UBSan: the signature parsers
+# and check, the module's body assembly, the MT5 answer readers, the
+# settlement readers.  "make fuzz" runs each for FUZZ_TIME seconds from its
+# checked-in seed corpus; the tests run each briefly (t/95_fuzz.t).
+FUZZ_CC     ?= clang
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
+               -fno-sanitize-recover=all
+FUZZ_TIME   ?= 60
+NGX_TREE    := $(BUILD)/nginx-src
+NGX_INCS    := $(addprefix -I$(NGX_TREE)/, src/core src/event \
+                 src/event/modules src/os/unix src/http src/http/modules \
+                 src/http/v2 objs)
+FUZZERS     := $(addprefix $(BUILD)/fuzz/, fuzz_signature fuzz_settlement \
+                 fuzz_mt5_answer fuzz_body)
+
+fuzz-build: $(FUZZERS)
+
+$(BUILD)/fuzz/fuzz_signature: t/fuzz/fuzz_signature.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_signature.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_signature.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ingx_mt5_credit_module -o $@ \
+	    $(filter %.c,$^) -lcrypto
+
+$(BUILD)/fuzz/fuzz_settlement: t/fuzz/fuzz_settlement.c batch/mc_settle.c \
+        batch/mc_csv.c batch/mc_money.c batch/mc_settle.h batch/mc_csv.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ibatch -o $@ $(filter %.c,$^)
+
+# includes batch/mc_mt5.c itself: its static readers are what is fuzzed
+$(BUILD)/fuzz/fuzz_mt5_answer: t/fuzz/fuzz_mt5_answer.c batch/mc_mt5.c \
+        batch/mc_mt5_auth.c batch/mc_money.c batch/mc_mt5.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ibatch -o $@ t/fuzz/fuzz_mt5_answer.c \
+	    batch/mc_mt5_auth.c batch/mc_money.c -lcurl -ljansson -lcrypto
+
+# against the nginx tree the module is configured in (make module)
+$(BUILD)/fuzz/fuzz_body: t/fuzz/fuzz_body.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_body.c $(MODULE_SO)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-unused-parameter $(NGX_INCS) \
+	    -Ingx_mt5_credit_module -I$(PG_INC) -o $@ t/fuzz/fuzz_body.c \
+	    ngx_mt5_credit_module/ngx_mt5_credit_body.c
+
+fuzz: deps all fuzz-build
+	t/run-as-tester t/fuzz/run $(FUZZ_TIME)
 
 # The chaos soak with its exactly-once checker (t/soak/soak.pl): 10,000
 # payments by default; SOAK_ARGS="--n 50000 --seed 7" for others.

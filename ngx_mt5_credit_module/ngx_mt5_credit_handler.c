@@ -31,12 +31,6 @@
 /* more lines of one header than this is malformed anyway */
 #define NGX_MT5_CREDIT_MAX_LINES  2
 
-/*
- * The body is copied whole and sent as one parameter; client_max_body_size
- * is the real limit (nginx answers 413), this only guards "0" (unlimited).
- */
-#define NGX_MT5_CREDIT_MAX_BODY   (64 * 1024 * 1024)
-
 
 typedef struct {
     ngx_mt5_credit_sig_str_t      lines[NGX_MT5_CREDIT_MAX_LINES];
@@ -287,88 +281,14 @@ ngx_mt5_credit_body_handler(ngx_http_request_t *r)
 }
 
 
-/*
- * The body as one contiguous copy of what arrived: nginx may hold it in
- * several memory buffers (pre-read part, the rest, one per chunk) or, past
- * client_body_buffer_size, in one temp file buffer.
- */
+/* the body as one contiguous copy of what arrived (ngx_mt5_credit_body.c) */
 
 static ngx_int_t
 ngx_mt5_credit_read_body(ngx_http_request_t *r, ngx_str_t *body)
 {
-    u_char       *p;
-    off_t         len, size;
-    ssize_t       n;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
-
-    ngx_str_set(body, "");
-
-    if (r->request_body == NULL || r->request_body->bufs == NULL) {
-        return NGX_OK;
-    }
-
-    len = 0;
-
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-
-        if (ngx_buf_in_memory(b)) {
-            len += b->last - b->pos;
-
-        } else if (b->in_file) {
-            len += b->file_last - b->file_pos;
-        }
-    }
-
-    if (len == 0) {
-        return NGX_OK;
-    }
-
-    if (len > NGX_MT5_CREDIT_MAX_BODY) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "mt5_credit: request body of %O bytes exceeds %d; "
-                      "set client_max_body_size", len,
-                      NGX_MT5_CREDIT_MAX_BODY);
-        return NGX_ERROR;
-    }
-
-    body->data = ngx_pnalloc(r->pool, (size_t) len);
-    if (body->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = body->data;
-
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-
-        if (ngx_buf_in_memory(b)) {
-            p = ngx_cpymem(p, b->pos, b->last - b->pos);
-            continue;
-        }
-
-        if (!b->in_file) {
-            continue;
-        }
-
-        size = b->file_last - b->file_pos;
-
-        n = ngx_read_file(b->file, p, (size_t) size, b->file_pos);
-
-        if (n != (ssize_t) size) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "mt5_credit: read %z of %O bytes of the request "
-                          "body from \"%V\"", n, size, &b->file->name);
-            return NGX_ERROR;
-        }
-
-        p += size;
-    }
-
-    body->len = (size_t) len;
-
-    return NGX_OK;
+    return ngx_mt5_credit_body_assemble(r->request_body != NULL
+                                        ? r->request_body->bufs : NULL,
+                                        r->pool, r->connection->log, body);
 }
 
 

@@ -123,6 +123,10 @@ extern ngx_module_t  ngx_mt5_credit_module;
 /* ngx_mt5_credit_handler.c */
 ngx_int_t ngx_mt5_credit_webhook_handler(ngx_http_request_t *r);
 
+/* ngx_mt5_credit_body.c: the request body's buffers as one copy */
+ngx_int_t ngx_mt5_credit_body_assemble(ngx_chain_t *bufs, ngx_pool_t *pool,
+    ngx_log_t *log, ngx_str_t *body);
+
 /* ngx_mt5_credit_status.c */
 ngx_int_t ngx_mt5_credit_status_init_zone(ngx_conf_t *cf,
     ngx_mt5_credit_main_conf_t *mcf);

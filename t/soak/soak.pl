@@ -174,6 +174,8 @@ sub send_all {
         my $pid = fork // die "fork: $!";
         if ($pid == 0) {
             srand($o{seed} * 31 + $k + $$);
+            # nginx may close a connection under us (a reload): retry
+            $SIG{PIPE} = 'IGNORE';
             my $fails = 0;
             for my $x (@mine) {
                 my $until = time + 300;

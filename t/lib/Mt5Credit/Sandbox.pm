@@ -28,7 +28,9 @@ our $SHARED = $ENV{MT5CREDIT_SHARED} || abs_path("$ROOT/../shared");
 
 my @LIVE;    # sandboxes to tear down on a signal
 
-for my $sig (qw(INT TERM HUP)) {
+# PIPE too: a reader of the test's output that goes away (prove | head)
+# must not leave servers running
+for my $sig (qw(INT TERM HUP PIPE)) {
     $SIG{$sig} = sub { $_->teardown for @LIVE; exit 130 };
 }
 
