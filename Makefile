@@ -47,7 +47,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all module batch sim unit deps demo test test-unit bench soak \
-        fuzz fuzz-build static check-upstream clean
+        fuzz fuzz-build install static check-upstream clean
 
 all: module batch sim unit
 
@@ -264,6 +264,51 @@ $(BUILD)/fuzz/fuzz_body: t/fuzz/fuzz_body.c \
 
 fuzz: deps all fuzz-build
 	t/run-as-tester t/fuzz/run $(FUZZ_TIME)
+
+# Installation, for packagers and platform teams: DESTDIR stages, PREFIX
+# places.  The module goes where the packaged nginx loads modules from;
+# configuration examples never overwrite a live /etc (they go to
+# $(SHAREDIR)/examples); systemd units are rendered with these paths.
+PREFIX          ?= /usr/local
+BINDIR          ?= $(PREFIX)/bin
+SHAREDIR        ?= $(PREFIX)/share/mt5credit
+DOCDIR          ?= $(PREFIX)/share/doc/mt5credit
+SYSCONFDIR      ?= /etc
+STATEDIR        ?= /var/lib/mt5credit
+UNITDIR         ?= $(PREFIX)/lib/systemd/system
+NGX_MODULES_DIR ?= $(shell $(NGINX_BIN) -V 2>&1 \
+                     | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')
+UNITS           := $(patsubst batch/systemd/%.in,%,\
+                     $(wildcard batch/systemd/*.in))
+RENDER           = sed -e 's|@BINDIR@|$(BINDIR)|g' \
+                       -e 's|@DOCDIR@|$(DOCDIR)|g' \
+                       -e 's|@SHAREDIR@|$(SHAREDIR)|g' \
+                       -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+                       -e 's|@STATEDIR@|$(STATEDIR)|g' \
+                       -e 's|@NGX_MODULES_DIR@|$(NGX_MODULES_DIR)|g'
+
+install: $(MODULE_SO) $(MT5CREDIT)
+	@test -n "$(NGX_MODULES_DIR)" \
+	    || { echo "make install: set NGX_MODULES_DIR" >&2; exit 1; }
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(NGX_MODULES_DIR) \
+	    $(DESTDIR)$(SHAREDIR)/sql $(DESTDIR)$(SHAREDIR)/examples \
+	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(MT5CREDIT) $(DESTDIR)$(BINDIR)/mt5credit
+	install -m 0644 $(MODULE_SO) $(DESTDIR)$(NGX_MODULES_DIR)/
+	install -m 0644 sql/*.sql $(DESTDIR)$(SHAREDIR)/sql/
+	install -m 0755 sql/migrate $(DESTDIR)$(SHAREDIR)/sql/migrate
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/examples/* $(DESTDIR)$(DOCDIR)/examples/
+	install -m 0644 batch/mt5credit.conf.example \
+	    $(DESTDIR)$(SHAREDIR)/examples/mt5credit.conf
+	for f in ngx_mt5_credit_module/conf/*.conf; do \
+	    $(RENDER) $$f > $(DESTDIR)$(SHAREDIR)/examples/$${f##*/} || exit 1; \
+	done
+	for u in $(UNITS); do \
+	    $(RENDER) batch/systemd/$$u.in > $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; \
+	done
+	@echo "installed into $(DESTDIR)$(PREFIX) (module: $(DESTDIR)$(NGX_MODULES_DIR))"
 
 # The chaos soak with its exactly-once checker (t/soak/soak.pl): 10,000
 # payments by default; SOAK_ARGS="--n 50000 --seed 7" for others.

@@ -1,5 +1,9 @@
 /*
  * Copyright (C) mt5-credit
+ *
+ * `mt5credit status`: sql/021's work_status() as a table, or in
+ * Prometheus' text format (a textfile collector, or a scrape through any
+ * exporter that runs a command).
  */
 
 
@@ -11,13 +15,54 @@
 #include "mc_status.h"
 
 
+/* a work_status() metric and how Prometheus names it */
+typedef struct {
+    const char  *metric;
+    const char  *name;
+    const char  *family;    /* HELP and TYPE are printed for it */
+    const char  *type;      /* NULL: the family's line was printed */
+    const char  *help;
+    const char  *label1;    /* for the kind column; NULL: none */
+    const char  *label2;    /* for the status column; NULL: none */
+} mc_status_metric_t;
+
+
+static const mc_status_metric_t  mc_status_metrics[] = {
+    { "credits", "mt5credit_credits", "mt5credit_credits", "gauge",
+      "Credit intents by kind and status.", "kind", "status" },
+    { "latency_bucket", "mt5credit_credit_latency_seconds_bucket",
+      "mt5credit_credit_latency_seconds", "histogram",
+      "Seconds from a credit's intent to its recorded deal, over the "
+      "credits made in the last hour.", NULL, "le" },
+    { "latency_count", "mt5credit_credit_latency_seconds_count", NULL, NULL,
+      NULL, NULL, NULL },
+    { "latency_sum", "mt5credit_credit_latency_seconds_sum", NULL, NULL,
+      NULL, NULL, NULL },
+    { "oldest_age_seconds", "mt5credit_oldest_age_seconds",
+      "mt5credit_oldest_age_seconds", "gauge",
+      "Age of the oldest credit in a status still open.", NULL, "status" },
+    { "open_cases", "mt5credit_open_cases", "mt5credit_open_cases", "gauge",
+      "Cases not yet resolved, by kind and severity.", "kind", "severity" },
+    { "payout_oldest_age_seconds", "mt5credit_payout_oldest_age_seconds",
+      "mt5credit_payout_oldest_age_seconds", "gauge",
+      "Age of the oldest payout in a status still open.", NULL, "status" },
+    { "payouts", "mt5credit_payouts", "mt5credit_payouts", "gauge",
+      "Payouts of withdrawals by status.", NULL, "status" },
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+static void mc_status_prometheus(FILE *out, const char *metric,
+    const char *kind, const char *status, const char *value);
+
+
 int
 mc_status_print(const char *conninfo, int prometheus, FILE *out)
 {
     int          i, rows;
     PGconn      *conn;
     PGresult    *res;
-    const char  *metric, *kind, *status, *value, *last;
+    const char  *metric, *kind, *status, *value;
 
     conn = PQconnectdb(conninfo);
 
@@ -27,9 +72,15 @@ mc_status_print(const char *conninfo, int prometheus, FILE *out)
         return 1;
     }
 
-    res = PQexec(conn, "SELECT metric, coalesce(kind, ''), status, "
-                       "round(value::numeric)::text "
-                       "FROM mt5credit.work_status() ORDER BY 1, 2, 3");
+    /* whole numbers as integers; the latency sum to the millisecond */
+    res = PQexec(conn, "SELECT metric, coalesce(kind, ''), "
+                       "coalesce(status, ''), "
+                       "CASE WHEN value = round(value) "
+                       "THEN round(value::numeric)::text "
+                       "ELSE round(value::numeric, 3)::text END "
+                       "FROM mt5credit.work_status() "
+                       "ORDER BY 1, 2, CASE WHEN status ~ '^[0-9.]+$' "
+                       "THEN status::numeric END NULLS LAST, 3");
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         fprintf(stderr, "mt5credit: %s", PQresultErrorMessage(res));
@@ -39,10 +90,9 @@ mc_status_print(const char *conninfo, int prometheus, FILE *out)
     }
 
     rows = PQntuples(res);
-    last = "";
 
     if (!prometheus) {
-        fprintf(out, "%-20s %-22s %-10s %12s\n", "metric", "kind",
+        fprintf(out, "%-26s %-22s %-10s %12s\n", "metric", "kind",
                 "status", "value");
     }
 
@@ -52,47 +102,61 @@ mc_status_print(const char *conninfo, int prometheus, FILE *out)
         status = PQgetvalue(res, i, 2);
         value = PQgetvalue(res, i, 3);
 
-        if (!prometheus) {
-            fprintf(out, "%-20s %-22s %-10s %12s\n", metric,
-                    kind[0] ? kind : "-", status, value);
+        if (prometheus) {
+            /* HELP and TYPE once per family, before its first sample */
+            if (i == 0 || strcmp(metric, PQgetvalue(res, i - 1, 0)) != 0) {
+                mc_status_prometheus(out, metric, NULL, NULL, NULL);
+            }
+
+            mc_status_prometheus(out, metric, kind, status, value);
             continue;
         }
 
-        if (strcmp(metric, last) != 0) {
-            if (strcmp(metric, "credits") == 0) {
-                fprintf(out, "# HELP mt5credit_credits Credit intents by "
-                        "kind and status.\n# TYPE mt5credit_credits gauge\n");
-
-            } else if (strcmp(metric, "oldest_age_seconds") == 0) {
-                fprintf(out, "# HELP mt5credit_oldest_age_seconds Age of the "
-                        "oldest credit in a status still open.\n"
-                        "# TYPE mt5credit_oldest_age_seconds gauge\n");
-
-            } else {
-                fprintf(out, "# HELP mt5credit_open_cases Cases not yet "
-                        "resolved, by kind and severity.\n"
-                        "# TYPE mt5credit_open_cases gauge\n");
-            }
-
-            last = metric;
-        }
-
-        if (strcmp(metric, "credits") == 0) {
-            fprintf(out, "mt5credit_credits{kind=\"%s\",status=\"%s\"} %s\n",
-                    kind, status, value);
-
-        } else if (strcmp(metric, "oldest_age_seconds") == 0) {
-            fprintf(out, "mt5credit_oldest_age_seconds{status=\"%s\"} %s\n",
-                    status, value);
-
-        } else {
-            fprintf(out, "mt5credit_open_cases{kind=\"%s\",severity=\"%s\"} "
-                    "%s\n", kind, status, value);
-        }
+        fprintf(out, "%-26s %-22s %-10s %12s\n", metric,
+                kind[0] ? kind : "-", status[0] ? status : "-", value);
     }
 
     PQclear(res);
     PQfinish(conn);
 
     return 0;
+}
+
+
+/* value NULL: the family's HELP and TYPE; else one sample */
+static void
+mc_status_prometheus(FILE *out, const char *metric, const char *kind,
+    const char *status, const char *value)
+{
+    const mc_status_metric_t  *m;
+
+    for (m = mc_status_metrics; m->metric != NULL; m++) {
+        if (strcmp(m->metric, metric) == 0) {
+            break;
+        }
+    }
+
+    if (m->metric == NULL) {
+        return;                     /* a newer schema's metric: skipped */
+    }
+
+    if (value == NULL) {
+        if (m->type != NULL) {
+            fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", m->family, m->help,
+                    m->family, m->type);
+        }
+        return;
+    }
+
+    fputs(m->name, out);
+
+    if (m->label1 != NULL && m->label2 != NULL) {
+        fprintf(out, "{%s=\"%s\",%s=\"%s\"}", m->label1, kind, m->label2,
+                status);
+
+    } else if (m->label2 != NULL) {
+        fprintf(out, "{%s=\"%s\"}", m->label2, status);
+    }
+
+    fprintf(out, " %s\n", value);
 }

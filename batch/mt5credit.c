@@ -23,6 +23,7 @@
 #include "mc_log.h"
 #include "mc_payout.h"
 #include "mc_query.h"
+#include "mc_testhook.h"
 #include "mc_recon.h"
 #include "mc_status.h"
 #include "mc_worker.h"
@@ -109,6 +110,10 @@ main(int argc, char **argv)
         return mc_cmd_cases(argc - 1, argv + 1);
     }
 
+    if (strcmp(cmd, "send-test-webhook") == 0) {
+        return mc_testhook_main(argc - 1, argv + 1);
+    }
+
     fprintf(stderr, "mt5credit: unknown command \"%s\"\n\n", cmd);
     mc_usage(stderr);
 
@@ -141,6 +146,8 @@ mc_usage(FILE *f)
 "            (--once: one round)\n"
 "  cases     the case desk: list, show, assign, note, resolve, and the\n"
 "            two-person money actions (\"mt5credit cases --help\")\n"
+"  send-test-webhook  sign a provider event and POST it to a running\n"
+"            edge, to check a setup (\"mt5credit send-test-webhook --help\")\n"
 "\n"
 "options:\n"
 "  -c, --config FILE    configuration file (default $MT5CREDIT_CONFIG or\n"

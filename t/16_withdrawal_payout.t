@@ -352,6 +352,29 @@ is(posts_of($wid), 1, 'a paid payout is never sent again');
 
 $st->stop_worker('w1');
 
+# --- monitoring sees the payouts, and how long credits take ----------------------
+
+{
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--database',
+        'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=worker',
+        '--prometheus');
+    is($rc, 0, 'mt5credit status --prometheus');
+    my %by = map { $_->[0] => $_->[1] } @{ $sb->psql(
+        "SELECT status, count(*) FROM mt5credit.payout GROUP BY 1") };
+    like($out, qr/^mt5credit_payouts\{status="rejected"\} $by{rejected}$/m,
+         "payouts by status ($by{rejected} rejected)");
+    like($out, qr/^# TYPE mt5credit_credit_latency_seconds histogram$/m,
+         'a latency histogram');
+    my @b = $out =~ /^mt5credit_credit_latency_seconds_bucket\{le="[^"]+"\} (\d+)$/mg;
+    my ($count) = $out =~ /^mt5credit_credit_latency_seconds_count (\d+)$/m;
+    my $done = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
+                         . "WHERE status = 'done'");
+    is($count, $done, "... counting the $done credits made this hour");
+    is(scalar(@b), 12, '... in 12 buckets');
+    ok(!grep({ $b[$_] < $b[$_ - 1] } 1 .. $#b) && $b[-1] == $count,
+       '... cumulative, the last (+Inf) equal to the count');
+}
+
 # --- reconciliation: settlement payouts x withdrawals x MT5 debit deals -------------
 
 {
