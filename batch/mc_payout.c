@@ -92,6 +92,7 @@ static void mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it,
     const char *from, const mc_payout_seen_t *seen);
 static void mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
     const char *kind, const char *why);
+static char *mc_payout_detail(json_t *o);
 static int mc_payout_call(mc_payout_t *p, const char *what, const char *sql,
     int n, const char **params, char *out, size_t outlen);
 static const char *mc_payout_error_code(mc_papi_answer_t *a, char *msg,
@@ -322,9 +323,8 @@ mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
 
     if (a->rc != CURLE_OK && !a->sent) {
         /* the connection was never made: nothing can have been paid */
-        d = json_dumps(json_pack("{s:s, s:s}", "step", "send", "reason",
-                                 curl_easy_strerror(a->rc)),
-                       JSON_COMPACT);
+        d = mc_payout_detail(json_pack("{s:s, s:s}", "step", "send",
+                                       "reason", curl_easy_strerror(a->rc)));
         params[3] = d;
         mc_log(MC_LOG_WARN, "payout %s: %s; not sent, released",
                it->reference, curl_easy_strerror(a->rc));
@@ -351,9 +351,9 @@ mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
         code = mc_payout_error_code(a, msg, sizeof(msg));
 
         if (code != NULL && strcmp(code, "idempotency_error") != 0) {
-            d = json_dumps(json_pack("{s:s, s:i, s:s}", "step", "send",
-                                     "http", (int) a->status, "code", code),
-                           JSON_COMPACT);
+            d = mc_payout_detail(json_pack("{s:s, s:i, s:s}", "step", "send",
+                                           "http", (int) a->status,
+                                           "code", code));
             params[3] = code;
             params[4] = msg;
             params[5] = d;
@@ -383,8 +383,8 @@ mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
 
     /* a timeout is not a failure: the lookup will tell */
     snprintf(detail, sizeof(detail), "%s", why);
-    d = json_dumps(json_pack("{s:s, s:s}", "step", "send", "reason", detail),
-                   JSON_COMPACT);
+    d = mc_payout_detail(json_pack("{s:s, s:s}", "step", "send", "reason",
+                                   detail));
     params[3] = d;
     mc_log(MC_LOG_WARN, "payout %s: outcome unknown (%s); it will be looked "
            "up before anything is sent again", it->reference, detail);
@@ -514,8 +514,8 @@ mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it)
        under the same idempotency key */
     snprintf(id, sizeof(id), "%" PRId64, it->id);
     snprintf(att, sizeof(att), "%d", it->attempts);
-    d = json_dumps(json_pack("{s:s, s:i}", "step", "lookup", "pages", page),
-                   JSON_COMPACT);
+    d = mc_payout_detail(json_pack("{s:s, s:i}", "step", "lookup", "pages",
+                                   page));
     params[0] = id;
     params[1] = att;
     params[2] = p->cfg->worker_name;
@@ -668,10 +668,10 @@ mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it, const char *from,
     snprintf(id, sizeof(id), "%" PRId64, it->id);
     snprintf(att, sizeof(att), "%d", it->attempts);
     snprintf(recheck, sizeof(recheck), "%d", p->cfg->payout_recheck);
-    d = json_dumps(json_pack("{s:s, s:s}", "step",
-                             strcmp(from, "sending") == 0 ? "send" : "lookup",
-                             "provider_payout_id", seen->id),
-                   JSON_COMPACT);
+    d = mc_payout_detail(json_pack("{s:s, s:s}", "step",
+                                   strcmp(from, "sending") == 0 ? "send"
+                                                                : "lookup",
+                                   "provider_payout_id", seen->id));
 
     params[0] = id;
     params[1] = att;
@@ -744,6 +744,19 @@ mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
         mc_alert(&p->alert, kind, it->id, "payout %s: %s", it->reference,
                  why);
     }
+}
+
+
+/* a history detail as JSON text; takes the reference to o */
+static char *
+mc_payout_detail(json_t *o)
+{
+    char  *text;
+
+    text = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+
+    return text;
 }
 
 
