@@ -3,11 +3,14 @@
 # The chaos soak's short form (t/soak/soak.pl; `make soak` runs the long
 # one): 400 payments through the whole system while MT5 faults, worker
 # SIGKILLs, PostgreSQL restarts, Redis outages and nginx reloads happen,
-# then the exactly-once checker.  And the checker's own test: a double
+# then the exactly-once checker; 8 withdrawals are debited and paid out
+# meanwhile, through provider faults.  And the checker's own test: a double
 # deal or a deal no credit explains, planted behind the system's back,
 # must make it fail.  Impossible:
 #   - a payment, refund or chargeback credited twice, lost, or on another
 #     login, under any of those faults (with the seed printed, to replay)
+#   - a withdrawal debited twice, paid out twice, or paid without its
+#     debit, under those faults and the provider's
 #   - a credit left not done without a case
 #   - reconciliation of the soaked day finding anything but what was
 #     injected
@@ -33,6 +36,8 @@ is($rc, 0, "400 payments under chaos: no violation (seed $seed)")
 like($out, qr/chaos: worker SIGKILL\s+\d+/, '... workers were killed')
     or diag $out;
 like($out, qr/chaos: PostgreSQL restart\s+\d+/, '... PostgreSQL restarted');
+like($out, qr/withdrawals debited and paid out once\s+(\d+) of \1$/m,
+     '... every withdrawal debited and paid out exactly once');
 my ($expected) = $out =~ /expected balance deals\s+(\d+)/;
 my ($matched) = $out =~ /matched exactly \(amount, login, once\)\s+(\d+)/;
 ok($expected && $expected >= 400 && $matched == $expected,

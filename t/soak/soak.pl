@@ -11,20 +11,28 @@
 #   - worker processes are SIGKILLed at random and restarted;
 #   - PostgreSQL is restarted; Redis is stopped and started; nginx is
 #     reloaded mid-traffic.
+# Money goes out too: withdrawals from EUR accounts are requested,
+# prepared and approved by two people, debited in MT5 by the same
+# workers, and paid out by `mt5credit payout` rounds to the Stripe double,
+# which declines nothing but times out after paying, drops requests
+# before paying, answers 500 after paying and fails its listings.
 # Then the faults stop, the workers finish, and the checker compares the
 # simulator's ledger with what the provider did:
 #   - exactly one balance deal per credited payment, refund and chargeback,
 #     of the exact amount, on the right login; no deal twice, none lost,
 #     none that no credit explains;
 #   - every credit not done has an open case saying why;
+#   - exactly one MT5 debit and exactly one payout at the provider per
+#     withdrawal, of its amount, to its destination, paid;
 #   - reconciliation of the day against the provider's settlement finds
-#     exactly what was injected (the lost webhooks), nothing else.
+#     exactly what was injected (the lost webhooks), nothing else; the
+#     payouts' own reconciliation finds nothing.
 # It prints a summary and exits 1 on any violation.
 #
 #   perl t/soak/soak.pl [--n 10000] [--seed S] [--workers 2] [--senders 4]
 #                       [--dup 0.3] [--refund 0.08] [--chargeback 0.04]
-#                       [--lost 0.002] [--late-fail 0.05]
-#                       [--chaos mt5,kill,pg,redis,nginx] [--chaos-every 3]
+#                       [--lost 0.002] [--late-fail 0.05] [--withdrawals 0.02]
+#                       [--chaos mt5,kill,pg,redis,nginx,payout] [--chaos-every 3]
 #                       [--duration 120]   (seconds the payments are spread
 #                                           over, so the chaos meets them)
 #                       [--sabotage double|stray|manual]  (the checker's own
@@ -39,6 +47,7 @@ use POSIX qw(strftime WNOHANG);
 use Time::HiRes qw(sleep time);
 
 use FindBin;
+use JSON::PP;
 use lib "$FindBin::Bin/../lib";
 use Mt5Credit::Provider qw(stripe_event stripe_headers);
 use Mt5Credit::Settlement;
@@ -47,12 +56,13 @@ use Mt5Credit::Worker;
 
 my %o = (n => 10000, seed => time % 100000, workers => 2, senders => 4,
          dup => 0.3, refund => 0.08, chargeback => 0.04, lost => 0.002,
-         'late-fail' => 0.05, chaos => 'mt5,kill,pg,redis,nginx',
+         'late-fail' => 0.05, chaos => 'mt5,kill,pg,redis,nginx,payout',
          'chaos-every' => 3, logins => 40, duration => undef,
-         sabotage => '');
+         sabotage => '', withdrawals => 0.02);
 GetOptions(\%o, 'n=i', 'seed=i', 'workers=i', 'senders=i', 'dup=f',
            'refund=f', 'chargeback=f', 'lost=f', 'late-fail=f', 'chaos=s',
-           'chaos-every=f', 'logins=i', 'duration=f', 'sabotage=s')
+           'chaos-every=f', 'logins=i', 'duration=f', 'sabotage=s',
+           'withdrawals=f')
     or die "usage: see the head of $0\n";
 $o{duration} //= $o{n} / 80 < 30 ? 30 : $o{n} / 80;
 my %chaos = map { $_ => 1 } grep { length } split /,/, $o{chaos};
@@ -74,10 +84,37 @@ my $SECRET = $Mt5Credit::Stack::SECRET;
 my @logins = map { 60001 + $_ } 0 .. $o{logins} - 1;
 $st->account(login => $_) for @logins;
 
+# the EUR accounts money is withdrawn from, funded in MT5 directly
+my $n_wd = int($o{n} * $o{withdrawals} + 0.5);
+$sim->add_group(group => 'real\\eur', currency => 'EUR', currency_digits => 2);
+my @eur = map { 69001 + $_ } 0 .. ($n_wd ? 9 : -1);
+for my $l (@eur) {
+    $sim->add_account(login => $l, group => 'real\\eur',
+                      balance => '1000000.00', credit => '0.00', rights => 1);
+    $sb->register_account('alice', $l, 'EUR');
+}
+
+# the provider's API, for payouts: the Stripe double
+my $api_key = 'rk_soak_' . join('', map { ('a' .. 'z')[rand 26] } 1 .. 20);
+my $api_port = Mt5Credit::Sandbox::free_port();
+my $api_state = $sb->dir . '/stripe-api.json';
+$sb->write_file('stripe-api.json', '{}');
+$sb->spawn('stripesim', 'perl', "$FindBin::Bin/../stripesim/stripesim.pl",
+           $api_port, $api_state, $api_key);
+Mt5Credit::Sandbox::wait_port($api_port, 'stripesim');
+my $api_key_file = $sb->write_file('stripe-api.key', "$api_key\n");
+chmod 0600, $api_key_file;
+
 my %wopt = (call_timeout => 2, lease => 11, settle_margin => 1,
-            resolve_retry => 1);
+            resolve_retry => 1,
+            provider_api_url => "http://127.0.0.1:$api_port",
+            provider_api_key_file => $api_key_file,
+            payout_timeout => 1, payout_lease => 6, payout_margin => 0,
+            payout_backoff => 1, payout_recheck => 1,
+            payout_max_lookups => 1000, payout_interval => 1);
 my $conf = Mt5Credit::Worker::config($sb, 'soak',
-    servers => [ [ 'live1', $sim, recon_groups => 'real\\usd' ] ], %wopt,
+    servers => [ [ 'live1', $sim, recon_groups => 'real\\usd, real\\eur' ] ],
+    %wopt,
     recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
                       . ' dbname=mt5credit user=recon"',
     recon_out => $sb->dir);
@@ -157,9 +194,47 @@ for my $p (@pay) {
 push @phase2, map { [ $_->[0], 'replay' ] }
               grep { $_->[1] eq 'payment' } (shuffle @phase1)[0 .. $o{n} / 50];
 
+# withdrawals: requested by the client and prepared by one person now;
+# approved by another a few at a time while the chaos runs (approval is
+# what queues the MT5 debit, and the debit's deal the payout)
+my (@wd, @to_approve);
+if ($n_wd) {
+    my @vals = map { my $l = $eur[rand @eur];
+                     "($_, $l, " . (1000 + int(rand(200000))) . ")" }
+               1 .. $n_wd;
+    my $rows = $sb->psql("SELECT v.i, w.reference, w.mt5_login, "
+        . "w.amount_minor, w.destination FROM (VALUES " . join(',', @vals)
+        . ") AS v (i, login, amount) CROSS JOIN LATERAL "
+        . "mt5credit.withdrawal_request('alice', 'soak-wd-' || v.i || "
+        . "'-$o{seed}', 'stripe', 'live1', v.login, v.amount, 'EUR', "
+        . "'ba_soak_' || v.i) w", user => 'portal');
+    @wd = map { { ref => $_->[1], login => $_->[2], amount => $_->[3],
+                  dest => $_->[4] } } @$rows;
+    my $refs = join ',', map { "'$_->{ref}'" } @wd;
+    my $digests = $sb->psql("SELECT r, mt5credit.withdrawal_prepare(r, "
+        . "'soak') FROM unnest(ARRAY[$refs]) AS r", user => 'ops_alice');
+    @to_approve = @$digests;
+}
+
+sub approve_some {
+    my ($all) = @_;
+    my @now = splice @to_approve, 0,
+                     $all ? scalar @to_approve : 1 + int($n_wd / 12);
+    return unless @now;
+    eval {
+        $sb->psql("SELECT mt5credit.withdrawal_approve(v.r, v.d, 'soak') "
+            . "FROM (VALUES " . join(',', map { "('$_->[0]', '$_->[1]')" }
+                                      @now)
+            . ") AS v (r, d)", user => 'ops_bob');
+        1;
+    } or unshift @to_approve, @now;    # PostgreSQL restarting: later
+}
+Mt5Credit::Worker::start_cmd($sb, 'payout', 'payout', $conf) if $n_wd;
+
 note(sprintf('%d payments (%d lost, %d with duplicates), %d refunds, %d '
-             . 'chargebacks; %d + %d deliveries', $o{n}, $n_lost, $n_dup,
-             $n_refund, $n_cb, scalar @phase1, scalar @phase2));
+             . 'chargebacks; %d + %d deliveries; %d withdrawals', $o{n},
+             $n_lost, $n_dup, $n_refund, $n_cb, scalar @phase1,
+             scalar @phase2, $n_wd));
 
 # --- senders: a provider retries until it gets 200 --------------------------------
 
@@ -215,7 +290,10 @@ my @mt5_faults = (
 my %did;
 
 sub chaos_once {
-    my @kinds = grep { $chaos{$_} } qw(mt5 mt5 mt5 kill kill pg redis nginx);
+    approve_some(0);
+    my @kinds = grep { $chaos{$_} } qw(mt5 mt5 mt5 kill kill pg redis nginx
+                                       payout);
+    @kinds = grep { $_ ne 'payout' } @kinds unless $n_wd;
     return unless @kinds;
     my $k = $kinds[rand @kinds];
     if ($k eq 'mt5') {
@@ -224,11 +302,25 @@ sub chaos_once {
                     count => 1 + int(rand(3)),
                     ($kind eq 'latency' ? (ms => 500 + int(rand(2500))) : ()));
         $did{"mt5 $kind"}++;
+    } elsif ($k eq 'kill' && $n_wd && rand() < 0.2) {
+        Mt5Credit::Worker::kill9($sb, 'payout');
+        Mt5Credit::Worker::start_cmd($sb, 'payout', 'payout', $conf);
+        $did{'payout sender SIGKILL'}++;
     } elsif ($k eq 'kill') {
         my $w = $workers[rand @workers];
         Mt5Credit::Worker::kill9($sb, $w);
         Mt5Credit::Worker::start($sb, $w, $conf);
         $did{'worker SIGKILL'}++;
+    } elsif ($k eq 'payout') {
+        my @f = ([ payout_post => 'delay_after', payout_delay => 3 ],
+                 [ payout_post => 'drop_before', payout_delay => 3 ],
+                 [ payout_post => 'http500_after' ],
+                 [ payout_post => 'garbage_after' ],
+                 [ payout_list => 'http500' ], [], []);
+        my %f = @{ $f[rand @f] };
+        $sb->write_file('stripe-api.json.faults',
+                        JSON::PP->new->canonical->encode(\%f));
+        $did{'provider ' . ($f{payout_post} // $f{payout_list} // 'healed')}++;
     } elsif ($k eq 'pg') {
         $sb->stop_postgres('fast');
         sleep 0.5;
@@ -297,6 +389,7 @@ $sender_fail += run_phase('refunds, chargebacks, replays', \@phase2,
 # --- the end of the faults ----------------------------------------------------------
 
 note('faults off; the workers finish');
+Mt5Credit::Worker::wait_for(sub { approve_some(1); !@to_approve }, 60);
 $sim->clear_faults;
 $sb->start_redis unless $sb->{pids}{redis};
 for my $w (@workers) {
@@ -308,6 +401,32 @@ my $settled = Mt5Credit::Worker::wait_for(sub {
               . "WHERE status IN ('pending', 'claimed', 'unknown')") == 0 },
     600);
 Mt5Credit::Worker::stop($sb, $_) for @workers;
+
+# the payouts finish: every one sent and accepted, then the provider pays
+my $payouts_done = 1;
+if ($n_wd) {
+    $sb->write_file('stripe-api.json.faults', '{}');
+    Mt5Credit::Worker::start_cmd($sb, 'payout', 'payout', $conf)
+        unless $sb->{pids}{'worker-payout'};
+    $payouts_done = Mt5Credit::Worker::wait_for(sub {
+        $sb->sql1("SELECT count(*) FROM mt5credit.payout WHERE status IN "
+                  . "('accepted', 'paid')") == $n_wd }, 300);
+    for my $po (@{ provider_payouts() }) {
+        $sb->http('POST', '/control/payout', port => $api_port,
+                  body => JSON::PP->new->encode({ id => $po->{id},
+                                                  status => 'paid' }),
+                  headers => [ [ 'Content-Type', 'application/json' ] ]);
+    }
+    $payouts_done &&= Mt5Credit::Worker::wait_for(sub {
+        $sb->sql1("SELECT count(*) FROM mt5credit.payout WHERE status = "
+                  . "'paid'") == $n_wd }, 120);
+    Mt5Credit::Worker::stop($sb, 'payout');
+}
+
+sub provider_payouts {
+    my $r = $sb->http('GET', '/control/payouts', port => $api_port);
+    return JSON::PP->new->decode($r->{body})->{payouts};
+}
 
 # the checker's own test: a violation planted behind the system's back
 if ($o{sabotage}) {
@@ -402,7 +521,51 @@ for my $comment (keys %deals) {
 }
 my $credits = scalar keys %credit;
 violation("$credits credits for $expected movements")
-    if $credits != $expected;
+    if $credits != $expected + $n_wd;
+
+# money out: one debit and one paid payout per withdrawal, nothing else
+my %paid_out;
+push @{ $paid_out{ $_->{metadata}{mt5credit_reference} // '' } }, $_
+    for $n_wd ? @{ provider_payouts() } : ();
+my ($wd_matched, $posts) = (0, 0);
+for my $w (@wd) {
+    my ($id) = $w->{ref} =~ /^wd_0*(\d+)$/;
+    $expected++;
+    my $c = $credit{"payout:$w->{ref}"};
+    my $d = $deals{"wd:$id"} || [];
+    my $p = $paid_out{ $w->{ref} } || [];
+    my $ours = $sb->psql("SELECT p.status, coalesce(p.provider_payout_id, '') "
+                         . "FROM mt5credit.payout p JOIN mt5credit.withdrawal "
+                         . "w ON w.id = p.withdrawal_id WHERE w.reference = "
+                         . "'$w->{ref}'")->[0] || [ 'none', '' ];
+    if (!$c || $c->{status} ne 'done') {
+        violation("withdrawal $w->{ref}: debit " . ($c ? $c->{status}
+                                                        : 'missing'));
+    } elsif (@$d != 1) {
+        violation("withdrawal $w->{ref}: " . scalar(@$d) . ' debit deals');
+    } elsif ($d->[0]{Login} != $w->{login}
+             || (minor($d->[0]{Profit}) // 0) != -$w->{amount}) {
+        violation("withdrawal $w->{ref}: debit $d->[0]{Profit} on "
+                  . "$d->[0]{Login}");
+    } elsif (@$p != 1) {
+        violation("withdrawal $w->{ref}: " . scalar(@$p)
+                  . ' payouts at the provider');
+    } elsif ($p->[0]{amount} != $w->{amount} || $p->[0]{currency} ne 'eur'
+             || $p->[0]{destination} ne $w->{dest}
+             || $p->[0]{status} ne 'paid') {
+        violation("withdrawal $w->{ref}: the provider paid $p->[0]{amount} "
+                  . "$p->[0]{currency} to $p->[0]{destination}, "
+                  . "$p->[0]{status}");
+    } elsif ($ours->[0] ne 'paid' || $ours->[1] ne $p->[0]{id}) {
+        violation("withdrawal $w->{ref}: our payout record $ours->[0] "
+                  . "$ours->[1], the provider's $p->[0]{id}");
+    } else {
+        $wd_matched++;
+        $matched++;
+    }
+}
+violation(scalar(keys %paid_out) . " withdrawals paid out, $n_wd made")
+    if $n_wd && keys(%paid_out) != $n_wd;
 
 my $unexplained = $sb->sql1(<<'SQL');
 SELECT count(*) FROM mt5credit.mt5_credit c
@@ -448,6 +611,32 @@ for my $k (sort(keys %found, keys %want)) {
 }
 delete $want{$_} for keys %found;
 
+# the payouts' own day: the provider's payout rows x withdrawals x debits
+my ($wrc, $wout) = (0, '');
+if ($n_wd) {
+    my ($sum, $csv) = (0, '');
+    for my $po (@{ provider_payouts() }) {
+        $csv .= "g_$po->{id},withdrawal,,$po->{id},EUR,-"
+              . Mt5Credit::Settlement::major($po->{amount}) . ",0,"
+              . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime $po->{created})
+              . ",po_batch,$po->{metadata}{mt5credit_reference}\n";
+        $sum -= $po->{amount};
+    }
+    my $wf = $sb->write_file('soak-payouts.csv', "id,type,payment_id,"
+        . "movement_id,currency,amount,fee,created_at,payout_id,"
+        . "withdrawal_reference\n$csv");
+    my $wc = $sb->write_file('soak-payouts-control.csv', "payout_id,"
+        . "currency,amount,count\npo_batch,EUR,"
+        . Mt5Credit::Settlement::major($sum) . "," . $n_wd . "\n");
+    ($wrc, $wout) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
+        '--provider', 'stripe', '--day', $day, '--tz', 'UTC',
+        '--currency', 'EUR', '--format', 'generic', '--settlement', $wf,
+        '--control', $wc);
+    violation("payout reconciliation: exit $wrc: " . join(' | ',
+              grep { /^run|mismatch|settled|debited/ } split /\n/, $wout))
+        if $wrc != 0;
+}
+
 # --- the summary ---------------------------------------------------------------------
 
 my %status = map { $_->[0] => $_->[1] } @{ $sb->psql(
@@ -471,11 +660,26 @@ printf "  %-40s %10s\n", "cases: $_", $cases{$_} for sort keys %cases;
 printf "  %-40s %10s\n", "chaos: $_", $did{$_} for sort keys %did;
 printf "  %-40s %10s\n", "recon: $_", $found{$_} for sort keys %found;
 printf "  %-40s %10s\n", 'recon exit', $rrc;
+printf "  %-40s %10s\n", 'withdrawals debited and paid out once',
+       "$wd_matched of $n_wd";
+if ($n_wd) {
+    my $book = JSON::PP->new->decode($sb->http('GET', '/control/payouts',
+                                               port => $api_port)->{body});
+    printf "  %-40s %10s\n", 'payout POSTs (same key on every retry)',
+           sum0(values %{ $book->{posts} });
+    printf "  %-40s %10s\n", 'payouts unknown, then looked up',
+           $sb->sql1("SELECT count(DISTINCT payout_id) FROM "
+                     . "mt5credit.payout_history WHERE to_status = "
+                     . "'unknown'");
+}
+printf "  %-40s %10s\n", 'payout recon exit', $wrc if $n_wd;
 printf "  %-40s %10s\n", 'all settled before the deadline',
        $settled ? 'yes' : 'NO';
 printf "  %-40s %10s\n", 'senders that gave up', $sender_fail;
 printf "  %-40s %10.1f s\n", 'wall time', time - $t0;
 violation('a sender gave up on a delivery') if $sender_fail;
+violation('the payouts did not all finish before the deadline')
+    unless $payouts_done;
 
 my @problems = $sb->log_problems;
 violation("nginx: $_") for @problems;

@@ -68,6 +68,13 @@ sub start {
     return $sb->spawn("worker-$name", $BIN, 'work', '-c', $conf, @args);
 }
 
+# Another long-running command (payout, poll-provider) under the same
+# name scheme, so stop, kill9 and log_of work for it too.
+sub start_cmd {
+    my ($sb, $name, $cmd, $conf, @args) = @_;
+    return $sb->spawn("worker-$name", $BIN, $cmd, '-c', $conf, @args);
+}
+
 # TERM (finish the call in flight) and wait; returns the exit status.
 sub stop {
     my ($sb, $name) = @_;
