@@ -232,7 +232,9 @@ mc_payout_items(mc_payout_t *p, const char *sql, int n, const char **params,
     res = PQexecParams(p->conn, sql, n, NULL, params, NULL, NULL, 0);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        mc_log(MC_LOG_ERROR, "payout: %s", PQresultErrorMessage(res));
+        mc_log(MC_LOG_ERROR, "payout: %s",
+               res != NULL && PQresultErrorMessage(res)[0] != '\0'
+               ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
         PQclear(res);
         return -1;
     }
@@ -770,8 +772,10 @@ mc_payout_call(mc_payout_t *p, const char *what, const char *sql, int n,
     res = PQexecParams(p->conn, sql, n, NULL, params, NULL, NULL, 0);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        /* no result at all (a lost connection) has no message of its own */
         mc_log(MC_LOG_ERROR, "payout: %s: %s", what,
-               PQresultErrorMessage(res));
+               res != NULL && PQresultErrorMessage(res)[0] != '\0'
+               ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
         PQclear(res);
         return -1;
     }

@@ -479,6 +479,8 @@ $$;
 --
 -- Payouts to look at: unknown ones past their lease and a margin (any
 -- send under it has finished), and accepted ones due for a status check.
+-- Unknown ones first, then whichever has waited longest: a crowd of
+-- accepted payouts rechecked every few seconds must not starve a lookup.
 -- Picking sets next_check_at as a short lease of its own.
 --
 CREATE FUNCTION mt5credit.payout_check_due(p_provider text,
@@ -500,7 +502,7 @@ BEGIN
                         < clock_timestamp())
                    OR status = 'accepted')
               AND (next_check_at IS NULL OR next_check_at <= clock_timestamp())
-            ORDER BY id
+            ORDER BY status <> 'unknown', next_check_at NULLS FIRST, id
             LIMIT p_limit
             FOR UPDATE SKIP LOCKED
         )
