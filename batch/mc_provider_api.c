@@ -3,7 +3,7 @@
  *
  * The provider's REST API over libcurl.  The API key is read from a file,
  * kept in this struct only, wiped on close, and never logged; it travels
- * only over TLS, except to a test double on this very machine.
+ * only over TLS, except to a test stand-in on this very machine.
  */
 
 
@@ -62,7 +62,7 @@ mc_papi_close(mc_papi_t *api)
 
 /*
  * The API key travels in every request: HTTPS only, except to this very
- * machine (a local test double), and that is said in the log.
+ * machine (a local test stand-in), and that is said in the log.
  */
 static int
 mc_papi_url_ok(const mc_papi_t *api)
