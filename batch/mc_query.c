@@ -196,7 +196,7 @@ static const char *
 mc_query_fetch(mc_query_t *q, const char *session, mc_papi_answer_t *a,
     const char **type)
 {
-    int          intent;
+    int          intent, known;
     char         path[512];
     json_t      *doc;
     const char  *status, *object, *id;
@@ -237,11 +237,12 @@ mc_query_fetch(mc_query_t *q, const char *session, mc_papi_answer_t *a,
         return "an answer that is not the object asked for";
     }
 
+    /* status points into doc: everything read from it before it goes */
     *type = mc_query_event_type(intent, status);
+    known = *type != NULL || mc_query_still_open(intent, status);
     json_decref(doc);
 
-    return *type == NULL && !mc_query_still_open(intent, status)
-           ? "a status we do not know" : NULL;
+    return known ? NULL : "a status we do not know";
 }
 
 
