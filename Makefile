@@ -44,8 +44,6 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 wrk procps iproute2 chromium \
                 clang libclang-rt-14-dev
 
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-
 .PHONY: all module batch sim unit deps demo test test-unit bench soak \
         fuzz fuzz-build install static check-upstream clean
 
@@ -181,20 +179,49 @@ $(BUILD)/t/mc_mt5_client_test: t/unit/mc_mt5_client_test.c batch/mc_mt5.c \
 	    -lcurl -ljansson -lcrypto
 
 
+# Installs what is missing, as root or through sudo.  apt-get runs under
+# "env" so that its settings survive sudo, which resets the environment
+# (APT_CONFIG is passed on too: t/root/ points it at a private list
+# directory).  A package with no candidate means the lists are missing
+# or stale (a fresh machine has none): "apt-get update" first.  An
+# install that fails anyway is tried once more after an update, for
+# lists that name versions the mirror no longer has.
+APT_GET = $(if $(filter 0,$(shell id -u)),,sudo) env \
+          DEBIAN_FRONTEND=noninteractive \
+          $${APT_CONFIG:+APT_CONFIG=$$APT_CONFIG} apt-get
+
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	        | grep -q 'install ok installed' || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	    echo "deps: installing" $$missing; \
-	    export DEBIAN_FRONTEND=noninteractive; \
-	    $(SUDO) -E apt-get install -y --no-install-recommends $$missing \
-	    || { $(SUDO) -E apt-get update \
-	         && $(SUDO) -E apt-get install -y --no-install-recommends \
-	                $$missing; }; \
-	else \
-	    echo "deps: all Debian packages present"; \
-	fi
+	if [ -z "$$missing" ]; then \
+	    echo "deps: all Debian packages present"; exit 0; \
+	fi; \
+	echo "deps: missing:" $$missing; \
+	if [ "$$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then \
+	    echo "make deps: not root and no sudo: run 'make deps' as root," \
+	         "or install sudo" >&2; \
+	    exit 1; \
+	fi; \
+	unknown=$$(for p in $$missing; do \
+	    apt-cache show --no-all-versions $$p >/dev/null 2>&1 || echo $$p; \
+	    done); \
+	if [ -n "$$unknown" ]; then \
+	    echo "deps: no candidate for" $$unknown": apt-get update"; \
+	    $(APT_GET) update || exit 1; \
+	fi; \
+	$(APT_GET) install -y --no-install-recommends $$missing \
+	|| { echo "deps: install failed: apt-get update, then once more"; \
+	     $(APT_GET) update \
+	     && $(APT_GET) install -y --no-install-recommends $$missing; } \
+	|| exit 1; \
+	still=$$(for p in $$missing; do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	        | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$still" ]; then \
+	    echo "make deps: still not installed:" $$still >&2; exit 1; \
+	fi; \
+	echo "deps: installed" $$missing
 
 demo: deps all
 	t/run-as-tester perl t/demo.pl
