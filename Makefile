@@ -22,7 +22,6 @@ DEBIAN_SRC   := /usr/share/nginx/src
 NGINX_SRC    ?=
 NGINX_BIN    ?= /usr/sbin/nginx
 MODULE_SO    := $(BUILD)/ngx_mt5_credit_module.so
-SHARED       ?= $(CURDIR)/../shared
 
 CC           ?= cc
 CFLAGS       ?= -O2 -g
@@ -231,7 +230,7 @@ test: deps all fuzz-build
 	t/check-upstream-build
 
 test-unit: unit
-	$(BUILD)/t/signature_vectors_test $(SHARED)/vectors
+	$(BUILD)/t/signature_vectors_test t/vectors
 	$(BUILD)/t/mt5sim_auth_test
 	$(BUILD)/t/mc_money_test
 	$(BUILD)/t/mc_mt5_auth_test

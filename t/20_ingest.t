@@ -39,7 +39,7 @@ my $SIGNED_AT = 1767225600;
 # the provider's real Stripe vector bodies, as bytes
 my %vector;
 {
-    my $file = "$Mt5Credit::Sandbox::SHARED/vectors/stripe.json";
+    my $file = "$Mt5Credit::Sandbox::VECTORS/stripe.json";
     open my $fh, '<', $file or die "$file: $!";
     local $/;
     for my $v (@{ JSON::PP->new->utf8->decode(<$fh>) }) {

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 #
-# Every signature vector of ../shared/vectors for the offered schemes
+# Every signature vector in t/vectors for the offered schemes
 # (Stripe, Standard Webhooks, and the generic HMAC scheme as configured
 # for Checkout.com, Coinbase Commerce and GitHub-style senders) goes
 # through a live nginx with the module.  This proves impossible:
@@ -46,7 +46,7 @@ my (%location, @cases, $conf);
 my $json = JSON::PP->new->utf8;
 
 for my $file (sort keys %files) {
-    open my $fh, '<:raw', "$Mt5Credit::Sandbox::SHARED/vectors/$file"
+    open my $fh, '<:raw', "$Mt5Credit::Sandbox::VECTORS/$file"
         or die "$file: $!";
     my $vectors = $json->decode(do { local $/; <$fh> });
 

@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 #
 # The MT5 Web API simulator (t/mt5sim/, build/t/mt5sim) keeps the contract
-# of shared/reference/mt5-webapi.md section 9.  For a client tested
+# of the MT5 Web API reference (docs/mt5-webapi.md).  For a client tested
 # against it, this makes these impossible:
 #   - authenticating with a wrong hash (UTF-8 instead of UTF-16LE, hex
 #     instead of raw bytes), answering late, or on another connection

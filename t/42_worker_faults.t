@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 #
-# The worker's rows of the failure table (../shared/seeds/000), end to end:
+# The worker's rows of the failure table (seed design document 000), end to end:
 # signed webhook -> nginx -> PostgreSQL -> Redis -> mt5credit work ->
 # the MT5 Web API simulator over HTTPS.  For each: the credit's status and
 # history, the deals in the simulator's ledger, and the cases.

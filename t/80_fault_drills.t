@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 #
-# The fault drills (../shared/seeds/001, 故障演练) and the failure table's
-# rows (../shared/seeds/000), each on the whole system: signed webhooks
+# The fault drills (seed design document 001, 故障演练) and the failure
+# table's rows (seed document 000), each on the whole system: signed webhooks
 # through nginx with the module, PostgreSQL, Redis, the worker, the MT5
 # Web API simulator over HTTPS, and reconciliation.  After each, the state
 # is read back: credit statuses and history, deals in the simulator's

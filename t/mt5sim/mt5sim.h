@@ -2,9 +2,9 @@
  * Copyright (C) mt5-credit
  *
  * mt5sim: a local double of the MetaTrader 5 Web API (the access server's
- * manager REST/JSON interface), faithful to section 9 of
- * shared/reference/mt5-webapi.md, with fault injection for every way the
- * real server can let a client down.
+ * manager REST/JSON interface), faithful to the protocol facts of the
+ * MT5 Web API reference (docs/mt5-webapi.md), with fault injection for
+ * every way the real server can let a client down.
  *
  * One process, one server state (mt5sim_t).  Each TCP/TLS connection is
  * one MT5 session (mt5sim_session_t), served by its own thread; the

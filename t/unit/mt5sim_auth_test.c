@@ -3,7 +3,7 @@
  *
  * mt5sim's pure parts against known answers:
  *   - the Web API handshake hashes with the documented vectors
- *     (shared/reference/mt5-webapi.md section 2), the non-ASCII vector
+ *     (the MT5 Web API reference, section 2), the non-ASCII vector
  *     (Pässwörd€1), a non-BMP password, and the UTF-8 negative control;
  *   - hex decoding without regard to case;
  *   - money text <-> scaled integers, never a double;

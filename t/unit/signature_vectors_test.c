@@ -6,7 +6,7 @@
  * through ngx_mt5_credit_signature.c, plus cases of our own the vectors
  * do not cover.  Output is TAP; exit status 0 only if every test passes.
  *
- *   signature_vectors_test /work/shared/vectors
+ *   signature_vectors_test t/vectors
  */
 
 

@@ -24,7 +24,7 @@ our $ROOT = abs_path(dirname(__FILE__) . '/../../..');
 our $PGBIN = '/usr/lib/postgresql/15/bin';
 our $NGINX = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
 our $MODULE = $ENV{MT5CREDIT_MODULE} || "$ROOT/build/ngx_mt5_credit_module.so";
-our $SHARED = $ENV{MT5CREDIT_SHARED} || abs_path("$ROOT/../shared");
+our $VECTORS = "$ROOT/t/vectors";     # copied in, see its README.md
 
 my @LIVE;    # sandboxes to tear down on a signal
 
