@@ -31,7 +31,23 @@ PG_INC       := $(shell pg_config --includedir 2>/dev/null \
                   || echo /usr/include/postgresql)
 
 MODULE_SRCS  := $(wildcard ngx_mt5_credit_module/*.c) \
-                $(wildcard ngx_mt5_credit_module/*.h) config
+                $(wildcard ngx_mt5_credit_module/*.h) config VERSION
+
+# What a binary says it is (mt5credit --version, the module's start line,
+# both status pages): VERSION, and the commit it was built from, with
+# "-dirty" for edits not committed.  MT5CREDIT_COMMIT=... overrides it
+# (a tree without .git: a source package).  build/build-id changes only
+# when these do, so a new commit rebuilds what prints them, and only that.
+VERSION      := $(shell cat $(CURDIR)/VERSION)
+# (safe.directory: the tests run make as a user who does not own the tree,
+# and must see the same commit, or they would rebuild it)
+GIT          := git -c safe.directory='*' -C '$(CURDIR)'
+COMMIT       := $(or $(MT5CREDIT_COMMIT),$(shell \
+                  c=$$($(GIT) rev-parse --short=12 HEAD 2>/dev/null) \
+                  || c=unknown; \
+                  [ $$c = unknown ] || $(GIT) diff --quiet HEAD -- \
+                  2>/dev/null || c=$$c-dirty; echo $$c))
+BUILD_ID     := $(BUILD)/build-id
 
 # Debian packages (bookworm).  Only these; nothing from elsewhere.
 DEB_PACKAGES := build-essential pkg-config perl \
@@ -44,7 +60,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 clang libclang-rt-14-dev
 
 .PHONY: all module batch sim unit deps demo test test-unit bench soak \
-        fuzz fuzz-build install static check-upstream clean
+        fuzz fuzz-build install static check-upstream clean FORCE
 
 all: module batch sim unit
 
@@ -54,12 +70,13 @@ module: $(MODULE_SO)
 # configure writes a Makefile into the tree it runs in, and the packaged
 # tree belongs to root.
 ifeq ($(NGINX_SRC),)
-$(MODULE_SO): $(MODULE_SRCS)
+$(MODULE_SO): $(MODULE_SRCS) $(BUILD_ID)
 	@test -f $(DEBIAN_SRC)/conf_flags \
 	    || { echo "make: $(DEBIAN_SRC) missing: run 'make deps'" >&2; exit 1; }
 	rm -rf $(BUILD)/nginx-src && mkdir -p $(BUILD)
 	cp -a $(DEBIAN_SRC) $(BUILD)/nginx-src
-	cd $(BUILD)/nginx-src && . ./conf_flags && ./configure \
+	cd $(BUILD)/nginx-src && . ./conf_flags \
+	    && MT5CREDIT_COMMIT=$(COMMIT) ./configure \
 	    --with-cc-opt="-fPIC -g -O2 -Wall -Wextra -Werror" \
 	    --with-ld-opt="-fPIC" \
 	    "$${NGX_CONF_FLAGS[@]}" \
@@ -73,9 +90,10 @@ $(MODULE_SO): $(MODULE_SRCS)
 	mv -f $@.tmp $@
 	@echo "built $@ for $$($(NGINX_BIN) -v 2>&1)"
 else
-$(MODULE_SO): $(MODULE_SRCS)
+$(MODULE_SO): $(MODULE_SRCS) $(BUILD_ID)
 	mkdir -p $(BUILD) $(dir $@)
-	cd $(NGINX_SRC) && ./configure --with-compat --with-http_ssl_module \
+	cd $(NGINX_SRC) && MT5CREDIT_COMMIT=$(COMMIT) ./configure \
+	    --with-compat --with-http_ssl_module \
 	    --add-dynamic-module=$(CURDIR) \
 	    --builddir=$(BUILD)/nginx-upstream > $(BUILD)/configure.log
 	$(MAKE) -C $(NGINX_SRC) -f $(BUILD)/nginx-upstream/Makefile modules
@@ -89,8 +107,8 @@ static:
 	    || { echo "make static: set NGINX_SRC=/path/to/nginx-x.y.z" >&2; \
 	         exit 1; }
 	mkdir -p $(BUILD)
-	cd $(NGINX_SRC) && ./configure --with-http_ssl_module \
-	    --add-module=$(CURDIR) \
+	cd $(NGINX_SRC) && MT5CREDIT_COMMIT=$(COMMIT) ./configure \
+	    --with-http_ssl_module --add-module=$(CURDIR) \
 	    --builddir=$(BUILD)/nginx-static > $(BUILD)/configure-static.log
 	$(MAKE) -C $(NGINX_SRC) -f $(BUILD)/nginx-static/Makefile binary
 	@echo "built $(BUILD)/nginx-static/nginx with ngx_mt5_credit_module"
@@ -109,8 +127,23 @@ $(BUILD)/batch/%.o: batch/%.c $(wildcard batch/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BATCH_CFLAGS) -c -o $@ $<
 
+# the one object that names the version and commit
+$(BUILD)/batch/mc_version.o: batch/mc_version.c batch/mc_version.h \
+        $(BUILD_ID)
+	@mkdir -p $(dir $@)
+	$(CC) $(BATCH_CFLAGS) -DMC_VERSION='"$(VERSION)"' \
+	    -DMC_COMMIT='"$(COMMIT)"' -c -o $@ $<
+
 $(MT5CREDIT): $(BATCH_OBJS)
 	$(CC) -o $@ $^ $(BATCH_LIBS)
+
+# rewritten only when the version or commit changes: make compares times
+$(BUILD_ID): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(VERSION) $(COMMIT)' | cmp -s - $@ \
+	    || echo '$(VERSION) $(COMMIT)' > $@
+
+FORCE:
 
 
 # The MT5 Web API simulator, a test double (t/mt5sim/).

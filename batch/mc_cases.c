@@ -40,6 +40,14 @@ static int mc_cases_call(PGconn *conn, const char *sql, int n,
     const char *const *params, const char *done);
 static char *mc_cases_evidence(const mc_cases_opts_t *o);
 static int mc_cases_id(const char *s);
+static int mc_cases_known(const char *action);
+
+
+/* checked before anything connects: a typo is a usage error, exit 2 */
+static const char *const  mc_cases_actions[] = {
+    "list", "show", "assign", "note", "resolve", "propose", "approve",
+    "reject", "withdraw", NULL
+};
 
 
 void
@@ -92,7 +100,19 @@ mc_cases_main(int argc, char **argv, const char *conninfo)
 
     action = argv[1];
 
-    if (mc_cases_parse(argc - 1, argv + 1, &o) != 0) {
+    rc = mc_cases_parse(argc - 1, argv + 1, &o);
+
+    if (rc != 0) {
+        if (rc == 1) {
+            mc_cases_usage(stdout);         /* "cases ACTION --help" */
+            return 0;
+        }
+        return 2;
+    }
+
+    if (!mc_cases_known(action)) {
+        fprintf(stderr, "mt5credit: cases: unknown action \"%s\"\n"
+                "Try \"mt5credit cases --help\".\n", action);
         return 2;
     }
 
@@ -163,10 +183,7 @@ mc_cases_main(int argc, char **argv, const char *conninfo)
                            "$3::text) || ')'", 3, p, NULL);
 
     } else {
-        fprintf(stderr, "mt5credit: cases: unknown action \"%s\"\n\n",
-                action);
-        mc_cases_usage(stderr);
-        rc = 2;
+        rc = 2;                     /* mc_cases_known() let it through */
     }
 
     free(evidence);
@@ -175,6 +192,7 @@ mc_cases_main(int argc, char **argv, const char *conninfo)
 }
 
 
+/* 0; 1 for --help; -1 on a usage error, said on stderr */
 static int
 mc_cases_parse(int argc, char **argv, mc_cases_opts_t *o)
 {
@@ -192,13 +210,14 @@ mc_cases_parse(int argc, char **argv, mc_cases_opts_t *o)
         { "credit", required_argument, NULL, 'C' },
         { "amount", required_argument, NULL, 'm' },
         { "evidence", required_argument, NULL, 'e' },
+        { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
 
     memset(o, 0, sizeof(*o));
     optind = 1;
 
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'k': o->kind = optarg; break;
         case 's': o->status = optarg; break;
@@ -220,8 +239,11 @@ mc_cases_parse(int argc, char **argv, mc_cases_opts_t *o)
             o->evidence[o->nevidence++] = optarg;
             break;
 
+        case 'h':
+            return 1;
+
         default:
-            mc_cases_usage(stderr);
+            fprintf(stderr, "Try \"mt5credit cases --help\".\n");
             return -1;
         }
     }
@@ -361,4 +383,19 @@ mc_cases_id(const char *s)
     }
 
     return *s == '\0';
+}
+
+
+static int
+mc_cases_known(const char *action)
+{
+    const char *const  *a;
+
+    for (a = mc_cases_actions; *a != NULL; a++) {
+        if (strcmp(*a, action) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }

@@ -350,21 +350,21 @@ mc_config_server(mc_config_t *cfg, const char *name)
 
 
 void
-mc_config_usage(void)
+mc_config_usage(FILE *f)
 {
     const mc_key_t  *k;
 
-    printf("configuration file keys:\n");
+    fprintf(f, "configuration file keys:\n");
 
     for (k = mc_main_keys; k->name; k++) {
-        printf("  %-18s %s\n", k->name, k->help);
+        fprintf(f, "  %-18s %s\n", k->name, k->help);
     }
 
-    printf("\none section per MT5 server, \"[server <name>]\" (the name "
-           "credits carry in mt5_server):\n");
+    fprintf(f, "\none section per MT5 server, \"[server <name>]\" (the name "
+            "credits carry in mt5_server):\n");
 
     for (k = mc_server_keys; k->name; k++) {
-        printf("  %-18s %s\n", k->name, k->help);
+        fprintf(f, "  %-18s %s\n", k->name, k->help);
     }
 }
 

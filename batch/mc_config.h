@@ -13,6 +13,7 @@
 
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "mc_mt5.h"
@@ -93,7 +94,7 @@ mc_server_config_t *mc_config_server(mc_config_t *cfg, const char *name);
 int mc_config_need_servers(const mc_config_t *cfg, char *err, size_t errlen);
 
 /* prints every key with its meaning and default, for --help */
-void mc_config_usage(void);
+void mc_config_usage(FILE *f);
 
 
 #endif /* MC_CONFIG_H */

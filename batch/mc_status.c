@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include "mc_status.h"
+#include "mc_version.h"
 
 
 /* a work_status() metric and how Prometheus names it */
@@ -91,7 +92,16 @@ mc_status_print(const char *conninfo, int prometheus, FILE *out)
 
     rows = PQntuples(res);
 
-    if (!prometheus) {
+    /* which program read it: an old binary on one host shows */
+    if (prometheus) {
+        fprintf(out, "# HELP mt5credit_build_info The version of mt5credit "
+                "and the commit it was built from.\n"
+                "# TYPE mt5credit_build_info gauge\n"
+                "mt5credit_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+                mc_version, mc_commit);
+
+    } else {
+        fprintf(out, "mt5credit %s (commit %s)\n\n", mc_version, mc_commit);
         fprintf(out, "%-26s %-22s %-10s %12s\n", "metric", "kind",
                 "status", "value");
     }

@@ -26,6 +26,7 @@
 #include "mc_testhook.h"
 #include "mc_recon.h"
 #include "mc_status.h"
+#include "mc_version.h"
 #include "mc_worker.h"
 
 
@@ -36,40 +37,167 @@
 static volatile sig_atomic_t  mc_stop;
 
 
-static void mc_usage(FILE *f);
-static void mc_on_signal(int signo);
-static int mc_cmd_work(int argc, char **argv, int resolve_only);
-static int mc_cmd_status(int argc, char **argv);
-static int mc_cmd_reconcile(int argc, char **argv);
-static int mc_cmd_cases(int argc, char **argv);
 typedef int (*mc_loop_pt)(mc_config_t *cfg, int once,
     volatile sig_atomic_t *stop);
 
-static int mc_cmd_loop(int argc, char **argv, const char *name,
-    mc_loop_pt run);
+typedef struct mc_command_s  mc_command_t;
+
+struct mc_command_s {
+    const char   *name;
+    int         (*run)(const mc_command_t *cmd, int argc, char **argv);
+    const char   *args;        /* after "usage: mt5credit NAME" */
+    const char   *what;        /* a line or two, for both helps */
+    const char   *options;     /* "mt5credit NAME --help" only */
+    unsigned      keys:1;      /* it reads the configuration file */
+    const char   *log_name;    /* the name its log lines carry */
+    mc_loop_pt    loop;        /* mc_cmd_loop: one round */
+};
+
+
+static void mc_usage(FILE *f);
+static void mc_command_usage(const mc_command_t *cmd, FILE *f);
+static int mc_usage_error(const mc_command_t *cmd);
+static int mc_extra_args(const mc_command_t *cmd, int argc, char **argv);
+static void mc_on_signal(int signo);
+static int mc_cmd_work(const mc_command_t *cmd, int argc, char **argv);
+static int mc_cmd_status(const mc_command_t *cmd, int argc, char **argv);
+static int mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv);
+static int mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv);
+static int mc_cmd_loop(const mc_command_t *cmd, int argc, char **argv);
+static int mc_cmd_testhook(const mc_command_t *cmd, int argc, char **argv);
 static const char *mc_config_path(const char *given);
 static mc_config_t *mc_config_open(const char *path, int need_servers,
     int oom_rc, int *rc);
 static void mc_run_setup(const mc_config_t *cfg, const char *name);
 
 
+#define MC_CONFIG_OPTION                                                     \
+"  -c, --config FILE    configuration file (default $MT5CREDIT_CONFIG or\n"  \
+"                       " MC_DEFAULT_CONFIG ")\n"
+
+#define MC_ONCE_OPTION                                                       \
+"      --once           one round, then exit\n"
+
+#define MC_HELP_OPTION                                                       \
+"  -h, --help           this help\n"
+
+
+static const mc_command_t  mc_commands[] = {
+
+    { "work", mc_cmd_work, "[-c FILE] [--once]",
+      "claim pending credits and make their MT5 balance deals\n"
+      "until stopped; SIGTERM finishes the call in flight,\n"
+      "records its outcome, and exits",
+      MC_CONFIG_OPTION
+      "      --once           one round (sweep, resolve, drain), then exit\n"
+      MC_HELP_OPTION, 1, "mt5credit-work", NULL },
+
+    { "resolve", mc_cmd_work, "[-c FILE]",
+      "look up the outcome of unknown credits once, then exit",
+      MC_CONFIG_OPTION MC_HELP_OPTION, 1, "mt5credit-resolve", NULL },
+
+    { "status", mc_cmd_status, "[-c FILE | --database INFO] [--prometheus]",
+      "counts per status and kind, oldest pending and unknown\n"
+      "ages, open cases, and which mt5credit read them",
+      MC_CONFIG_OPTION
+      "      --database INFO  a libpq conninfo instead of a config file\n"
+      "      --prometheus     Prometheus text format\n"
+      MC_HELP_OPTION, 0, NULL, NULL },
+
+    { "reconcile", mc_cmd_reconcile,
+      "--provider NAME --day YYYY-MM-DD --tz ZONE --currency CODE\n"
+      "           --settlement FILE [--control FILE] [options]",
+      "match one provider's settlement file for one day with\n"
+      "our credits and MT5's balance deals; every difference a\n"
+      "case; CSV and HTML report (exit 0 reconciled, 1 breaks,\n"
+      "2 bad input, 3 incomplete, 4 failure)",
+      MC_CONFIG_OPTION
+      "      --provider NAME      the provider, as in webhook events "
+      "(stripe)\n"
+      "      --day YYYY-MM-DD     the business day\n"
+      "      --tz ZONE            its time zone, IANA (UTC, Europe/London, "
+      "...)\n"
+      "      --currency CODE      the settlement currency (USD)\n"
+      "      --format F           settlement file format: stripe or "
+      "generic\n"
+      "      --settlement FILE    the provider's settlement CSV\n"
+      "      --control FILE       payout control totals (payout_id, "
+      "currency,\n"
+      "                           amount[, count]); without it the file "
+      "cannot\n"
+      "                           be shown complete and the run is "
+      "incomplete\n"
+      "      --out DIR            report directory (recon_out, default .)\n"
+      "      --deal-grace SECS    deals fetched past the day "
+      "(recon_deal_grace)\n"
+      MC_HELP_OPTION, 1, "mt5credit-reconcile", NULL },
+
+    { "poll-provider", mc_cmd_loop, "[-c FILE] [--once]",
+      "ask the provider about deposits that should be paid by\n"
+      "now and have no credit; answers go through ingest(), like\n"
+      "a webhook",
+      MC_CONFIG_OPTION MC_ONCE_OPTION MC_HELP_OPTION, 1, "mt5credit-poll",
+      mc_query_run },
+
+    { "payout", mc_cmd_loop, "[-c FILE] [--once]",
+      "send the payouts of withdrawals whose MT5 debit is done,\n"
+      "with an idempotency key; look up unknown ones before any\n"
+      "resend",
+      MC_CONFIG_OPTION MC_ONCE_OPTION MC_HELP_OPTION, 1, "mt5credit-payout",
+      mc_payout_run },
+
+    { "cases", mc_cmd_cases, "<action> [options]",
+      "the case desk: list, show, assign, note, resolve, and the\n"
+      "two-person money actions",
+      NULL, 0, NULL, NULL },
+
+    { "send-test-webhook", mc_cmd_testhook, "--url URL --secret-file FILE ...",
+      "sign a provider event and POST it to a running edge, to\n"
+      "check a setup",
+      NULL, 0, NULL, NULL },
+
+    { NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL }
+};
+
+
 int
 main(int argc, char **argv)
 {
-    const char  *cmd;
+    char                 prog[64];
+    const char          *name;
+    const mc_command_t  *cmd;
 
     if (argc < 2) {
         mc_usage(stderr);
         return 2;
     }
 
-    cmd = argv[1];
+    name = argv[1];
 
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0
-        || strcmp(cmd, "help") == 0)
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0
+        || strcmp(name, "help") == 0)
     {
         mc_usage(stdout);
         return 0;
+    }
+
+    if (strcmp(name, "-V") == 0 || strcmp(name, "--version") == 0
+        || strcmp(name, "version") == 0)
+    {
+        mc_version_print(stdout);
+        return 0;
+    }
+
+    for (cmd = mc_commands; cmd->name != NULL; cmd++) {
+        if (strcmp(cmd->name, name) == 0) {
+            break;
+        }
+    }
+
+    if (cmd->name == NULL) {
+        fprintf(stderr, "mt5credit: unknown command \"%s\"\n"
+                "Try \"mt5credit --help\".\n", name);
+        return 2;
     }
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
@@ -80,102 +208,76 @@ main(int argc, char **argv)
     /* jansson seeds its hash function on first use; not from two threads */
     json_object_seed(0);
 
-    if (strcmp(cmd, "work") == 0) {
-        return mc_cmd_work(argc - 1, argv + 1, 0);
-    }
+    /* getopt names its complaints after argv[0] */
+    snprintf(prog, sizeof(prog), "mt5credit %s", cmd->name);
+    argv[1] = prog;
 
-    if (strcmp(cmd, "resolve") == 0) {
-        return mc_cmd_work(argc - 1, argv + 1, 1);
-    }
-
-    if (strcmp(cmd, "status") == 0) {
-        return mc_cmd_status(argc - 1, argv + 1);
-    }
-
-    if (strcmp(cmd, "reconcile") == 0) {
-        return mc_cmd_reconcile(argc - 1, argv + 1);
-    }
-
-    if (strcmp(cmd, "poll-provider") == 0) {
-        return mc_cmd_loop(argc - 1, argv + 1, "mt5credit-poll",
-                           mc_query_run);
-    }
-
-    if (strcmp(cmd, "payout") == 0) {
-        return mc_cmd_loop(argc - 1, argv + 1, "mt5credit-payout",
-                           mc_payout_run);
-    }
-
-    if (strcmp(cmd, "cases") == 0) {
-        return mc_cmd_cases(argc - 1, argv + 1);
-    }
-
-    if (strcmp(cmd, "send-test-webhook") == 0) {
-        return mc_testhook_main(argc - 1, argv + 1);
-    }
-
-    fprintf(stderr, "mt5credit: unknown command \"%s\"\n\n", cmd);
-    mc_usage(stderr);
-
-    return 2;
+    return cmd->run(cmd, argc - 1, argv + 1);
 }
 
 
 static void
 mc_usage(FILE *f)
 {
-    fprintf(f,
-"usage: mt5credit <command> [options]\n"
-"\n"
-"commands:\n"
-"  work      claim pending credits and make their MT5 balance deals until\n"
-"            stopped; SIGTERM finishes the call in flight, records its\n"
-"            outcome, and exits\n"
-"  resolve   look up the outcome of unknown credits once, then exit\n"
-"  status    counts per status and kind, oldest pending and unknown ages,\n"
-"            open cases\n"
-"  reconcile match one provider's settlement file for one day with our\n"
-"            credits and MT5's balance deals; every difference a case;\n"
-"            CSV and HTML report (exit 0 reconciled, 1 breaks, 2 bad\n"
-"            input, 3 incomplete, 4 failure)\n"
-"  poll-provider  ask the provider about deposits that should be paid by\n"
-"            now and have no credit; answers go through ingest(), like a\n"
-"            webhook (--once: one round)\n"
-"  payout    send the payouts of withdrawals whose MT5 debit is done, with\n"
-"            an idempotency key; look up unknown ones before any resend\n"
-"            (--once: one round)\n"
-"  cases     the case desk: list, show, assign, note, resolve, and the\n"
-"            two-person money actions (\"mt5credit cases --help\")\n"
-"  send-test-webhook  sign a provider event and POST it to a running\n"
-"            edge, to check a setup (\"mt5credit send-test-webhook --help\")\n"
-"\n"
-"options:\n"
-"  -c, --config FILE    configuration file (default $MT5CREDIT_CONFIG or\n"
-"                       " MC_DEFAULT_CONFIG ")\n"
-"      --once           work: one round (sweep, resolve, drain), then exit\n"
-"      --database INFO  status: a libpq conninfo instead of a config file\n"
-"      --prometheus     status: Prometheus text format\n"
-"  -h, --help           this help (also \"mt5credit <command> --help\")\n"
-"\n"
-"reconcile options:\n"
-"      --provider NAME      the provider, as in webhook events (stripe)\n"
-"      --day YYYY-MM-DD     the business day\n"
-"      --tz ZONE            its time zone, IANA (UTC, Europe/London, ...)\n"
-"      --currency CODE      the settlement currency (USD)\n"
-"      --format F           settlement file format: stripe or generic\n"
-"      --settlement FILE    the provider's settlement CSV\n"
-"      --control FILE       payout control totals (payout_id, currency,\n"
-"                           amount[, count]); without it the file cannot\n"
-"                           be shown complete and the run is incomplete\n"
-"      --out DIR            report directory (recon_out, default .)\n"
-"      --deal-grace SECS    deals fetched past the day (recon_deal_grace)\n"
-"\n"
-"cases options:\n"
-"      --database INFO      libpq conninfo; you act as its user\n"
-"      (the desk's actions: \"mt5credit cases --help\")\n"
-"\n");
+    const char          *p;
+    const mc_command_t  *cmd;
 
-    mc_config_usage();
+    fprintf(f, "usage: mt5credit <command> [options]\n"
+               "       mt5credit --version | --help\n\ncommands:\n");
+
+    for (cmd = mc_commands; cmd->name != NULL; cmd++) {
+        fprintf(f, "  %-18s ", cmd->name);
+
+        /* the description, indented under its first line */
+        for (p = cmd->what; *p != '\0'; p++) {
+            fputc(*p, f);
+            if (*p == '\n') {
+                fprintf(f, "  %-18s ", "");
+            }
+        }
+
+        fputc('\n', f);
+    }
+
+    fprintf(f, "\n\"mt5credit <command> --help\" gives its options and, "
+               "for those that read one,\nthe configuration file's keys.\n");
+}
+
+
+/* "mt5credit NAME --help": what it does, its options, its file's keys */
+static void
+mc_command_usage(const mc_command_t *cmd, FILE *f)
+{
+    fprintf(f, "usage: mt5credit %s %s\n\n%s\n\noptions:\n%s", cmd->name,
+            cmd->args, cmd->what, cmd->options);
+
+    if (cmd->keys) {
+        fputc('\n', f);
+        mc_config_usage(f);
+    }
+}
+
+
+/* getopt said what was wrong, or the caller did; where to look, exit 2 */
+static int
+mc_usage_error(const mc_command_t *cmd)
+{
+    fprintf(stderr, "Try \"mt5credit %s --help\".\n", cmd->name);
+    return 2;
+}
+
+
+/* operands where none are taken: a typo must not be ignored */
+static int
+mc_extra_args(const mc_command_t *cmd, int argc, char **argv)
+{
+    if (optind < argc) {
+        fprintf(stderr, "mt5credit %s: unexpected argument \"%s\"\n",
+                cmd->name, argv[optind]);
+        return mc_usage_error(cmd);
+    }
+
+    return 0;
 }
 
 
@@ -242,6 +344,8 @@ mc_run_setup(const mc_config_t *cfg, const char *name)
     mc_log_set_level(level);
     mc_log_set_name(name);
 
+    mc_log(MC_LOG_INFO, "mt5credit %s (commit %s)", mc_version, mc_commit);
+
     /* no SA_RESTART: a sleep or a Redis wait ends early and sees the stop */
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = mc_on_signal;
@@ -253,9 +357,9 @@ mc_run_setup(const mc_config_t *cfg, const char *name)
 
 
 static int
-mc_cmd_work(int argc, char **argv, int resolve_only)
+mc_cmd_work(const mc_command_t *cmd, int argc, char **argv)
 {
-    int               c, once, rc;
+    int               c, once, rc, resolve_only;
     const char       *path;
     mc_config_t      *cfg;
     mc_worker_t       w;
@@ -268,6 +372,7 @@ mc_cmd_work(int argc, char **argv, int resolve_only)
     };
 
     path = NULL;
+    resolve_only = strcmp(cmd->name, "resolve") == 0;
     once = resolve_only;
 
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -282,13 +387,16 @@ mc_cmd_work(int argc, char **argv, int resolve_only)
             break;
 
         case 'h':
-            mc_usage(stdout);
+            mc_command_usage(cmd, stdout);
             return 0;
 
         default:
-            mc_usage(stderr);
-            return 2;
+            return mc_usage_error(cmd);
         }
+    }
+
+    if (mc_extra_args(cmd, argc, argv) != 0) {
+        return 2;
     }
 
     cfg = mc_config_open(path, 1, 1, &rc);
@@ -296,7 +404,7 @@ mc_cmd_work(int argc, char **argv, int resolve_only)
         return rc;
     }
 
-    mc_run_setup(cfg, resolve_only ? "mt5credit-resolve" : "mt5credit-work");
+    mc_run_setup(cfg, cmd->log_name);
 
     if (mc_worker_init(&w, cfg, (volatile int *) &mc_stop) != 0) {
         fprintf(stderr, "mt5credit: out of memory\n");
@@ -320,7 +428,7 @@ mc_cmd_work(int argc, char **argv, int resolve_only)
 
 
 static int
-mc_cmd_status(int argc, char **argv)
+mc_cmd_status(const mc_command_t *cmd, int argc, char **argv)
 {
     int           c, prometheus, rc;
     const char   *path, *database;
@@ -354,13 +462,16 @@ mc_cmd_status(int argc, char **argv)
             break;
 
         case 'h':
-            mc_usage(stdout);
+            mc_command_usage(cmd, stdout);
             return 0;
 
         default:
-            mc_usage(stderr);
-            return 2;
+            return mc_usage_error(cmd);
         }
+    }
+
+    if (mc_extra_args(cmd, argc, argv) != 0) {
+        return 2;
     }
 
     cfg = NULL;
@@ -382,7 +493,7 @@ mc_cmd_status(int argc, char **argv)
 
 
 static int
-mc_cmd_reconcile(int argc, char **argv)
+mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
 {
     int               c, rc;
     const char       *path, *grace;
@@ -423,21 +534,24 @@ mc_cmd_reconcile(int argc, char **argv)
         case 'g': grace = optarg; break;
 
         case 'h':
-            mc_usage(stdout);
+            mc_command_usage(cmd, stdout);
             return 0;
 
         default:
-            mc_usage(stderr);
-            return 2;
+            return mc_usage_error(cmd);
         }
+    }
+
+    if (mc_extra_args(cmd, argc, argv) != 0) {
+        return 2;
     }
 
     if (o.provider == NULL || o.day == NULL || o.time_zone == NULL
         || o.currency == NULL || o.settlement == NULL)
     {
-        fprintf(stderr, "mt5credit: reconcile needs --provider, --day, --tz, "
-                "--currency and --settlement\n");
-        return 2;
+        fprintf(stderr, "mt5credit reconcile: --provider, --day, --tz, "
+                "--currency and --settlement are required\n");
+        return mc_usage_error(cmd);
     }
 
     if (mc_settle_format_parse(o.format_name, &o.format) != 0) {
@@ -469,7 +583,7 @@ mc_cmd_reconcile(int argc, char **argv)
         o.out_dir = cfg->recon_out;
     }
 
-    mc_run_setup(cfg, "mt5credit-reconcile");
+    mc_run_setup(cfg, cmd->log_name);
 
     rc = mc_recon_run(cfg, &o, &mc_stop);
     free(cfg);
@@ -479,7 +593,7 @@ mc_cmd_reconcile(int argc, char **argv)
 
 
 static int
-mc_cmd_cases(int argc, char **argv)
+mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
 {
     int           i, rc;
     const char   *path, *database;
@@ -516,6 +630,8 @@ mc_cmd_cases(int argc, char **argv)
         database = cfg->desk_database;
     }
 
+    (void) cmd;
+
     rc = mc_cases_main(argc, argv, database);
     free(cfg);
 
@@ -525,7 +641,7 @@ mc_cmd_cases(int argc, char **argv)
 
 /* a command that runs rounds until stopped, or one with --once */
 static int
-mc_cmd_loop(int argc, char **argv, const char *name, mc_loop_pt run)
+mc_cmd_loop(const mc_command_t *cmd, int argc, char **argv)
 {
     int               c, once, rc;
     const char       *path;
@@ -547,13 +663,16 @@ mc_cmd_loop(int argc, char **argv, const char *name, mc_loop_pt run)
         case 'o': once = 1; break;
 
         case 'h':
-            mc_usage(stdout);
+            mc_command_usage(cmd, stdout);
             return 0;
 
         default:
-            mc_usage(stderr);
-            return 2;
+            return mc_usage_error(cmd);
         }
+    }
+
+    if (mc_extra_args(cmd, argc, argv) != 0) {
+        return 2;
     }
 
     cfg = mc_config_open(path, 0, 1, &rc);
@@ -561,10 +680,19 @@ mc_cmd_loop(int argc, char **argv, const char *name, mc_loop_pt run)
         return rc;
     }
 
-    mc_run_setup(cfg, name);
+    mc_run_setup(cfg, cmd->log_name);
 
-    rc = run(cfg, once, &mc_stop);
+    rc = cmd->loop(cfg, once, &mc_stop);
     free(cfg);
 
     return rc;
+}
+
+
+static int
+mc_cmd_testhook(const mc_command_t *cmd, int argc, char **argv)
+{
+    (void) cmd;
+
+    return mc_testhook_main(argc, argv);
 }

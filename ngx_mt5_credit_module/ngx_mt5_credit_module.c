@@ -10,6 +10,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include <hiredis/hiredis.h>
 #include <libpq-fe.h>
 #include <openssl/crypto.h>
 
@@ -27,6 +28,7 @@ static void *ngx_mt5_credit_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_mt5_credit_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_mt5_credit_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_mt5_credit_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_mt5_credit_init_process(ngx_cycle_t *cycle);
 static void ngx_mt5_credit_exit_process(ngx_cycle_t *cycle);
 
@@ -215,7 +217,7 @@ ngx_module_t  ngx_mt5_credit_module = {
     ngx_mt5_credit_commands,               /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_mt5_credit_init_module,            /* init module */
     ngx_mt5_credit_init_process,           /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -383,6 +385,30 @@ ngx_mt5_credit_postconfiguration(ngx_conf_t *cf)
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_mt5_credit_module);
 
     return ngx_mt5_credit_status_init_zone(cf, mcf);
+}
+
+
+/*
+ * Once per start and per reload, in the master, at the level nginx logs
+ * its own version: which module, from which commit, on which libraries
+ * (libpq and OpenSSL as loaded; hiredis as built against, it has no
+ * run-time version).
+ */
+static ngx_int_t
+ngx_mt5_credit_init_module(ngx_cycle_t *cycle)
+{
+    int  pq;
+
+    pq = PQlibVersion();
+
+    ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                  "mt5_credit module " NGX_MT5_CREDIT_VERSION
+                  " (commit " NGX_MT5_CREDIT_COMMIT "), libpq %d.%d, "
+                  "hiredis %d.%d.%d, %s", pq / 10000, pq % 10000,
+                  HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
+                  OpenSSL_version(OPENSSL_VERSION));
+
+    return NGX_OK;
 }
 
 

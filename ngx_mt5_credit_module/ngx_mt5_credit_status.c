@@ -28,6 +28,15 @@ static ngx_int_t ngx_mt5_credit_status_zone_init(ngx_shm_zone_t *shm_zone,
     void *data);
 
 
+/* which module answers: a new commit shows in every scrape */
+#define NGX_MT5_CREDIT_BUILD_INFO                                            \
+    "# HELP mt5credit_build_info The module's version and the commit it "    \
+    "was built from.\n"                                                      \
+    "# TYPE mt5credit_build_info gauge\n"                                    \
+    "mt5credit_build_info{version=\"" NGX_MT5_CREDIT_VERSION                 \
+    "\",commit=\"" NGX_MT5_CREDIT_COMMIT "\"} 1\n"
+
+
 #define NGX_MT5_CREDIT_REJECTED                                              \
     "mt5credit_webhooks_rejected_total", "counter",                          \
     "Webhooks refused before anything was stored, by reason."
@@ -198,10 +207,15 @@ ngx_mt5_credit_status_handler(ngx_http_request_t *r)
                 + sizeof("{} \n") + NGX_ATOMIC_T_LEN;
     }
 
+    size += sizeof(NGX_MT5_CREDIT_BUILD_INFO) - 1;
+
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    b->last = ngx_cpymem(b->last, NGX_MT5_CREDIT_BUILD_INFO,
+                         sizeof(NGX_MT5_CREDIT_BUILD_INFO) - 1);
 
     last = NULL;
 

@@ -78,6 +78,7 @@ like($out, qr/payout/, '... and knows its commands');
     $edge =~ s{/etc/mt5credit}{$dir/etc/mt5credit}g;
     $edge =~ s{127\.0\.0\.1:8081}{127.0.0.1:$port};
     $sb->write_file('conf.d/mt5credit-edge.conf', $edge);
+    my $temp = Mt5Credit::Sandbox::nginx_temp_paths($dir);
     my $main = <<"CONF";
 $load
 pid $dir/nginx-install.pid;
@@ -85,7 +86,7 @@ error_log $dir/logs/error.log;
 events { worker_connections 64; }
 http {
     access_log off;
-    client_body_temp_path $dir/body;
+$temp
     include $dir/conf.d/*.conf;
 }
 CONF

@@ -299,6 +299,7 @@ sub nginx_conf {
     my $level = $ENV{MT5CREDIT_LOG_LEVEL} || 'info';
     # MT5CREDIT_MODULE=static: nginx built with the module inside
     my $load = $MODULE eq 'static' ? '' : "load_module $MODULE;";
+    my $temp = nginx_temp_paths($dir);
     my $conf = <<"CONF";
 $load
 daemon off;
@@ -310,11 +311,7 @@ $main
 events { worker_connections 1024; }
 http {
     access_log $dir/access.log;
-    client_body_temp_path $dir/body;
-    proxy_temp_path $dir/proxy;
-    fastcgi_temp_path $dir/fastcgi;
-    uwsgi_temp_path $dir/uwsgi;
-    scgi_temp_path $dir/scgi;
+$temp
 $http
 }
 CONF
@@ -326,6 +323,16 @@ CONF
     $conf =~ s/%%PG%%/$pg/g;
     $conf =~ s/%%REDIS%%/$redis/g;
     return $conf;
+}
+
+# http{} lines that keep nginx's temp files in $dir.  Without them nginx
+# (even "nginx -t") creates the packaged defaults under /var/lib/nginx,
+# which a fresh install leaves to root: the tester may not.
+sub nginx_temp_paths {
+    my ($dir) = @_;
+    return join '', map { "    $_->[0]_temp_path $dir/$_->[1];\n" }
+        [ 'client_body', 'body' ], [ 'proxy', 'proxy' ],
+        [ 'fastcgi', 'fastcgi' ], [ 'uwsgi', 'uwsgi' ], [ 'scgi', 'scgi' ];
 }
 
 sub write_file {
