@@ -12,6 +12,7 @@
 #include <libpq-fe.h>
 
 #include "mc_cases.h"
+#include "mc_pgconn.h"
 
 
 #define MC_CASES_EVIDENCE_MAX  32
@@ -127,7 +128,7 @@ mc_cases_main(int argc, char **argv, const char *conninfo)
         return 2;
     }
 
-    conn = PQconnectdb(conninfo != NULL ? conninfo : "");
+    conn = mc_pgconn_connect(conninfo != NULL ? conninfo : "");
     if (PQstatus(conn) != CONNECTION_OK) {
         fprintf(stderr, "mt5credit: cases: database: %s",
                 PQerrorMessage(conn));

@@ -10,6 +10,7 @@
 
 #include "mc_db.h"
 #include "mc_log.h"
+#include "mc_pgconn.h"
 
 
 struct mc_db_s {
@@ -86,7 +87,7 @@ mc_db_ready(mc_db_t *db)
         PQfinish(db->conn);
     }
 
-    db->conn = PQconnectdb(db->conninfo);
+    db->conn = mc_pgconn_connect(db->conninfo);
     db->generation++;
 
     if (PQstatus(db->conn) != CONNECTION_OK) {

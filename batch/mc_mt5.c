@@ -1,8 +1,8 @@
 /*
  * Copyright (C) mt5-credit
  *
- * The MT5 Web API client; mc_mt5.h is the contract, and
- * ../shared/reference/mt5-webapi.md the protocol.
+ * The MT5 Web API client; mc_mt5.h is the contract, and the MT5 Web API
+ * reference (facts and choices: docs/mt5-webapi.md) the protocol.
  *
  * A session is one connection (mc_mt5.h), so it has one libcurl easy
  * handle, reused for every request on it.  mc_mt5_ensure() makes the
@@ -78,6 +78,8 @@ struct mc_mt5_session_s {
     int                 refused;       /* a socket was refused */
     int                 authed;
     int                 body_over;
+    int64_t             send_by_ms;    /* the balance call's deadline */
+    int                 too_late;      /* the pre-request check refused */
     int64_t             last_ms;       /* monotonic, the last request */
     const char         *path;          /* the request, for errors */
     mc_mt5_buf_t        body;
@@ -100,6 +102,9 @@ static size_t mc_mt5_write(char *p, size_t size, size_t nmemb, void *data);
 static curl_socket_t mc_mt5_open_socket(void *data, curlsocktype purpose,
     struct curl_sockaddr *addr);
 static int mc_mt5_close_socket(void *data, curl_socket_t fd);
+static int mc_mt5_prereq(void *data, char *conn_primary_ip,
+    char *conn_local_ip, int conn_primary_port, int conn_local_port);
+static int mc_mt5_live(mc_mt5_session_t *s);
 static int mc_mt5_open(mc_mt5_session_t *s);
 static char *mc_mt5_url(mc_mt5_session_t *s, const mc_mt5_param_t *params,
     size_t n);
@@ -107,6 +112,9 @@ static int mc_mt5_perform(mc_mt5_session_t *s, const mc_mt5_param_t *params,
     size_t n, json_t **root);
 static mc_mt5_rc_e mc_mt5_request(mc_mt5_session_t *s, const char *path,
     const mc_mt5_param_t *params, size_t n, json_t **root, int *retcode);
+static mc_mt5_rc_e mc_mt5_command(mc_mt5_session_t *s, const char *path,
+    const mc_mt5_param_t *params, size_t n, json_t **root, json_t **answer,
+    int *retcode);
 static mc_mt5_rc_e mc_mt5_call(mc_mt5_session_t *s, const char *path,
     const mc_mt5_param_t *params, size_t n, json_t **root, json_t **answer,
     int *retcode);
@@ -433,6 +441,33 @@ mc_mt5_close_socket(void *data, curl_socket_t fd)
 }
 
 
+/*
+ * Called by libcurl after the connection is there and before a single
+ * byte of the request is written: the last moment at which "not sent" is
+ * still certain.  Only the balance call sets a deadline.
+ */
+static int
+mc_mt5_prereq(void *data, char *conn_primary_ip, char *conn_local_ip,
+    int conn_primary_port, int conn_local_port)
+{
+    mc_mt5_session_t  *s;
+
+    (void) conn_primary_ip;
+    (void) conn_local_ip;
+    (void) conn_primary_port;
+    (void) conn_local_port;
+
+    s = data;
+
+    if (s->send_by_ms != 0 && mc_mt5_now_ms() >= s->send_by_ms) {
+        s->too_late = 1;
+        return CURL_PREREQFUNC_ABORT;
+    }
+
+    return CURL_PREREQFUNC_OK;
+}
+
+
 /* one option of mc_mt5_open(); a failure names the option */
 #define mc_mt5_setopt(c, opt, val)                                          \
     do {                                                                    \
@@ -487,6 +522,8 @@ mc_mt5_open(mc_mt5_session_t *s)
     mc_mt5_setopt(c, CURLOPT_OPENSOCKETDATA, s);
     mc_mt5_setopt(c, CURLOPT_CLOSESOCKETFUNCTION, mc_mt5_close_socket);
     mc_mt5_setopt(c, CURLOPT_CLOSESOCKETDATA, s);
+    mc_mt5_setopt(c, CURLOPT_PREREQFUNCTION, mc_mt5_prereq);
+    mc_mt5_setopt(c, CURLOPT_PREREQDATA, s);
 
     s->curl = c;
     return 0;
@@ -696,6 +733,18 @@ mc_mt5_call(mc_mt5_session_t *s, const char *path,
         return MC_MT5_NO_ANSWER;
     }
 
+    return mc_mt5_command(s, path, params, n, root, answer, retcode);
+}
+
+
+/* a command on the session as it is, "answer" required */
+static mc_mt5_rc_e
+mc_mt5_command(mc_mt5_session_t *s, const char *path,
+    const mc_mt5_param_t *params, size_t n, json_t **root, json_t **answer,
+    int *retcode)
+{
+    mc_mt5_rc_e  rc;
+
     rc = mc_mt5_request(s, path, params, n, root, retcode);
     if (rc != MC_MT5_OK) {
         return rc;
@@ -728,11 +777,7 @@ mc_mt5_ensure(mc_mt5_session_t *s, int *retcode)
 
     *retcode = 0;
 
-    /* the server drops a session idle for 180 s; do not race it */
-    if (s->authed && s->curl != NULL && s->sock != CURL_SOCKET_BAD
-        && mc_mt5_now_ms() - s->last_ms < MC_MT5_IDLE_MAX * 1000
-        && !mc_mt5_peer_gone(s))
-    {
+    if (mc_mt5_live(s)) {
         return MC_MT5_OK;
     }
 
@@ -763,6 +808,17 @@ mc_mt5_ensure(mc_mt5_session_t *s, int *retcode)
 
     s->authed = 1;
     return MC_MT5_OK;
+}
+
+
+/* authenticated, connected, not idle long enough to be dropped */
+static int
+mc_mt5_live(mc_mt5_session_t *s)
+{
+    /* the server drops a session idle for 180 s; do not race it */
+    return s->authed && s->curl != NULL && s->sock != CURL_SOCKET_BAD
+           && mc_mt5_now_ms() - s->last_ms < MC_MT5_IDLE_MAX * 1000
+           && !mc_mt5_peer_gone(s);
 }
 
 
@@ -1554,9 +1610,10 @@ mc_mt5_balance_check(uint64_t login, int type, const char *amount,
 mc_mt5_rc_e
 mc_mt5_balance(mc_mt5_session_t *s, uint64_t login, int type,
     const char *amount, const char *comment, int check_margin,
-    uint64_t *ticket, int *retcode)
+    int64_t send_by_ms, uint64_t *ticket, int *retcode)
 {
     int             dummy;
+    long            timeout_ms;
     char            num[MC_MT5_NUM_LEN], act[MC_MT5_NUM_LEN];
     json_t         *root, *answer;
     mc_mt5_rc_e     rc;
@@ -1588,8 +1645,54 @@ mc_mt5_balance(mc_mt5_session_t *s, uint64_t login, int type,
     params[3].key = "comment";      params[3].value = comment;
     params[4].key = "check_margin"; params[4].value = check_margin ? "1" : "0";
 
-    rc = mc_mt5_call(s, "/api/trade/balance", params, 5, &root, &answer,
-                     retcode);
+    /* a re-login here would be two more full transfers past the checks */
+    if (!mc_mt5_live(s)) {
+        mc_mt5_drop(s);
+        mc_mt5_fail(s, "not sent: no live session (the balance call never "
+                    "connects or authenticates)");
+        return MC_MT5_NOT_SENT;
+    }
+
+    /* no longer than the caller may still send; 0 would mean no limit */
+    timeout_ms = s->cfg.timeout_ms;
+
+    if (send_by_ms != 0) {
+        timeout_ms = send_by_ms - mc_mt5_now_ms();
+        timeout_ms = timeout_ms < 1 ? 1
+                     : timeout_ms > s->cfg.timeout_ms ? s->cfg.timeout_ms
+                     : timeout_ms;
+    }
+
+    s->send_by_ms = send_by_ms;
+    s->too_late = 0;
+    answer = NULL;
+
+    if (curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, timeout_ms)
+        != CURLE_OK)
+    {
+        s->send_by_ms = 0;
+        mc_mt5_fail(s, "not sent: the transfer's timeout cannot be set");
+        return MC_MT5_NOT_SENT;
+    }
+
+    rc = mc_mt5_command(s, "/api/trade/balance", params, 5, &root, &answer,
+                        retcode);
+
+    s->send_by_ms = 0;
+
+    if (s->too_late) {
+        /* refused before a byte was written (the session is dropped) */
+        mc_mt5_fail(s, "not sent: its deadline passed before the request "
+                    "was written");
+        *retcode = 0;
+        return MC_MT5_NOT_SENT;
+    }
+
+    if (s->curl != NULL) {
+        (void) curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS,
+                                s->cfg.timeout_ms);
+    }
+
     if (rc != MC_MT5_OK) {
         return rc;
     }

@@ -21,6 +21,10 @@
  *                    naming another login than the one asked about, an
  *                    incomplete deal list.  The outcome is unknown, and the
  *                    session is closed (the next call re-authenticates).
+ * and mc_mt5_balance() alone may also return
+ *   MC_MT5_NOT_SENT  provably not sent: no live session to send it on, or
+ *                    its deadline had passed when the request was about to
+ *                    be written.  Nothing can have executed.
  * mc_mt5_error() describes the last failure for the log (never a secret).
  */
 
@@ -38,7 +42,8 @@
 typedef enum {
     MC_MT5_OK = 0,
     MC_MT5_REJECTED,
-    MC_MT5_NO_ANSWER
+    MC_MT5_NO_ANSWER,
+    MC_MT5_NOT_SENT
 } mc_mt5_rc_e;
 
 
@@ -151,10 +156,17 @@ mc_mt5_rc_e mc_mt5_group_get(mc_mt5_session_t *s, const char *group,
  * sending), check_margin 1 or 0.  On MC_MT5_OK, *ticket is the deal.
  * Sent at most once: a failure after the request may have left the
  * connection is MC_MT5_NO_ANSWER and is never re-sent.
+ *
+ * It never connects or authenticates: the session must be live (made by
+ * mc_mt5_ensure() before the caller's last checks), else MC_MT5_NOT_SENT.
+ * send_by_ms (CLOCK_MONOTONIC, 0: none) is when the caller's right to
+ * send ends: the request is written only before it (checked by libcurl's
+ * pre-request callback, the last moment before the bytes leave), and the
+ * whole transfer is given no longer than is left until it.
  */
 mc_mt5_rc_e mc_mt5_balance(mc_mt5_session_t *s, uint64_t login, int type,
     const char *amount, const char *comment, int check_margin,
-    uint64_t *ticket, int *retcode);
+    int64_t send_by_ms, uint64_t *ticket, int *retcode);
 
 /*
  * Every deal of one login in [from, to] (server time): deal/get_total,

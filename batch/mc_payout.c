@@ -33,6 +33,7 @@
 #include "mc_alert.h"
 #include "mc_log.h"
 #include "mc_payout.h"
+#include "mc_pgconn.h"
 #include "mc_provider_api.h"
 
 
@@ -116,7 +117,7 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         return 2;
     }
 
-    p.conn = PQconnectdb(cfg->database);
+    p.conn = mc_pgconn_connect(cfg->database);
 
     if (PQstatus(p.conn) != CONNECTION_OK) {
         fprintf(stderr, "mt5credit: payout: %s", PQerrorMessage(p.conn));

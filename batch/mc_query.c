@@ -21,6 +21,7 @@
 #include <libpq-fe.h>
 
 #include "mc_log.h"
+#include "mc_pgconn.h"
 #include "mc_provider_api.h"
 #include "mc_query.h"
 
@@ -62,7 +63,7 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         return 2;
     }
 
-    q.conn = PQconnectdb(cfg->database);
+    q.conn = mc_pgconn_connect(cfg->database);
 
     if (PQstatus(q.conn) != CONNECTION_OK) {
         fprintf(stderr, "mt5credit: poll-provider: %s",

@@ -34,6 +34,7 @@
 
 #include "mc_alert.h"
 #include "mc_log.h"
+#include "mc_pgconn.h"
 #include "mc_pgcopy.h"
 #include "mc_recon.h"
 #include "mc_recon_fetch.h"
@@ -131,7 +132,7 @@ mc_recon_run(mc_config_t *cfg, const mc_recon_opts_t *o,
         goto done;
     }
 
-    r->conn = PQconnectdb(cfg->recon_database[0] != '\0'
+    r->conn = mc_pgconn_connect(cfg->recon_database[0] != '\0'
                           ? cfg->recon_database : cfg->database);
 
     if (PQstatus(r->conn) != CONNECTION_OK) {

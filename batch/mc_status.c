@@ -12,6 +12,7 @@
 
 #include <libpq-fe.h>
 
+#include "mc_pgconn.h"
 #include "mc_status.h"
 #include "mc_version.h"
 
@@ -65,7 +66,7 @@ mc_status_print(const char *conninfo, int prometheus, FILE *out)
     PGresult    *res;
     const char  *metric, *kind, *status, *value;
 
-    conn = PQconnectdb(conninfo);
+    conn = mc_pgconn_connect(conninfo);
 
     if (PQstatus(conn) != CONNECTION_OK) {
         fprintf(stderr, "mt5credit: %s", PQerrorMessage(conn));

@@ -12,7 +12,11 @@
  *             the resolver looks the deal up before anything else happens.
  * The balance call is sent at most once per claim, and only while the
  * lease has room for the whole call: a call can never still be running
- * when the sweeper declares the lease expired.
+ * when the sweeper declares the lease expired.  Every step that can take
+ * time (database, session, MT5 checks) comes before the lease is checked
+ * the last time; the call itself never re-authenticates, is given no
+ * longer than the lease has left, and is refused by libcurl's pre-request
+ * callback, before a byte is written, if the lease ran out anyway.
  */
 
 
@@ -42,7 +46,7 @@ static void mc_worker_release(mc_worker_t *w, mc_work_item_t *it,
 static void mc_worker_fail(mc_worker_t *w, mc_work_item_t *it,
     const char *case_kind, json_t *detail);
 static void mc_worker_call(mc_worker_t *w, mc_worker_server_t *s,
-    mc_work_item_t *it, int group_digits);
+    mc_work_item_t *it, int group_digits, int64_t deadline);
 static mc_mt5_rc_e mc_worker_group(mc_worker_t *w, mc_worker_server_t *s,
     const char *name, mc_mt5_group_t *group, int *retcode);
 static int64_t mc_worker_pow10(int n);
@@ -382,14 +386,7 @@ mc_worker_process(mc_worker_t *w, mc_work_item_t *it, int64_t deadline)
         return 0;
     }
 
-    if (mc_worker_now_ms() + w->cfg->call_timeout * 1000LL
-        + MC_WORKER_LEASE_MARGIN_MS > deadline)
-    {
-        mc_worker_release(w, it, "too little lease left for the call");
-        return 0;
-    }
-
-    mc_worker_call(w, s, it, group_digits);
+    mc_worker_call(w, s, it, group_digits, deadline);
 
     return 0;
 }
@@ -523,17 +520,29 @@ mc_worker_checks(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
 
 static void
 mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
-    int group_digits)
+    int group_digits, int64_t deadline)
 {
     int          retcode, moved, n;
     char         amount[48];
-    int64_t      signed_minor;
+    int64_t      signed_minor, send_by;
     uint64_t     ticket;
     const char  *names[MC_CONFIG_MAX_SERVERS];
     mc_mt5_rc_e  rc;
 
-    signed_minor = it->amount_minor
-                   * mc_worker_pow10(group_digits - it->currency_digits);
+    /* the group's digits are at least the currency's (the checks) */
+    if (group_digits - it->currency_digits > 18
+        || __builtin_mul_overflow(it->amount_minor,
+                                  mc_worker_pow10(group_digits
+                                                  - it->currency_digits),
+                                  &signed_minor))
+    {
+        mc_worker_fail(w, it, "amount_out_of_range",
+                       json_pack("{s:I, s:i, s:i}", "amount_minor",
+                                 (json_int_t) it->amount_minor,
+                                 "currency_digits", it->currency_digits,
+                                 "group_digits", group_digits));
+        return;
+    }
 
     if (strcmp(it->direction, "debit") == 0) {
         signed_minor = -signed_minor;
@@ -562,6 +571,19 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
         }
     }
 
+    /*
+     * The last database step is behind us: only now is the lease checked
+     * for the call, and nothing between here and the bytes on the wire
+     * waits for anything.
+     */
+    send_by = deadline - MC_WORKER_LEASE_MARGIN_MS;
+
+    if (mc_worker_now_ms() + w->cfg->call_timeout * 1000LL > send_by) {
+        mc_worker_collect_claim(w);
+        mc_worker_release(w, it, "too little lease left for the call");
+        return;
+    }
+
     retcode = 0;
     ticket = 0;
 
@@ -570,11 +592,15 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
 
     rc = mc_mt5_balance(s->session, it->login, MC_MT5_DEAL_BALANCE, amount,
                         it->reference, strcmp(it->direction, "debit") == 0,
-                        &ticket, &retcode);
+                        send_by, &ticket, &retcode);
 
     mc_worker_collect_claim(w);
 
     switch (rc) {
+
+    case MC_MT5_NOT_SENT:
+        mc_worker_release(w, it, mc_mt5_error(s->session));
+        return;
 
     case MC_MT5_OK:
         /* the record travels while the next credit's checks run */

@@ -259,13 +259,10 @@ is($st->{connections_opened}, 1, 'on the same connection');
 is($st->{endpoints}{'/api/trade/balance'}{executed}, 0, 'nothing executed');
 
 fresh($sim);
-@r = client($sim, {}, 'balance,70001,2,1.00,bad+comment',
-            'balance,70001,2,1.00,' . ('x' x 32),
-            'balance,70001,2,1.00,dep t41', 'balance,70001,2,1.00,',
-            'balance,70001,2,1e3,dep:t41-exp',
-            'balance,70001,2,1.2.3,dep:t41-dots',
-            'balance,70001,2,.5,dep:t41-dot', 'balance,70001,7,1.00,dep:t41-7',
-            'balance,70001,2,1.00,dep:t41-cm,2');
+@r = client($sim, {}, map { "balance_live,70001,$_" }
+            '2,1.00,bad+comment', '2,1.00,' . ('x' x 32), '2,1.00,dep t41',
+            '2,1.00,', '2,1e3,dep:t41-exp', '2,1.2.3,dep:t41-dots',
+            '2,.5,dep:t41-dot', '7,1.00,dep:t41-7', '2,1.00,dep:t41-cm,2');
 is(scalar(grep { $_->{rc} eq 'REJECTED' && $_->{retcode} == 3
                  && $_->{error} =~ /not sent/ } @r), 9,
    'a bad comment, amount, type or check_margin: REJECTED 3, not sent');

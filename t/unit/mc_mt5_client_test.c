@@ -13,10 +13,14 @@
  * Steps:
  *   ensure | close | keepalive | time | sleep,MS
  *   user,LOGIN | account,LOGIN | group,NAME
- *   balance,LOGIN,TYPE,AMOUNT,COMMENT[,CHECK_MARGIN]
+ *   balance,LOGIN,TYPE,AMOUNT,COMMENT[,CHECK_MARGIN[,SEND_BY]]
+ *       as the worker makes it: the session ensured, then the call;
+ *       SEND_BY: its deadline, in ms from now (may be negative)
+ *   balance_live,...   the same with no ensure: the session as it is
  *   deals,LOGIN,FROM,TO
  *
- * Each line: {"step":..,"rc":"OK"|"REJECTED"|"NO_ANSWER","retcode":n,
+ * Each line: {"step":..,"rc":"OK"|"REJECTED"|"NO_ANSWER"|"NOT_SENT",
+ * "retcode":n,
  * "error":"..", ...the answer}.  Money is printed as exact decimal text
  * rebuilt from mc_decimal_t.  Exit status 0 unless the arguments are bad.
  */
@@ -57,6 +61,8 @@ rc_name(mc_mt5_rc_e rc)
         return "OK";
     case MC_MT5_REJECTED:
         return "REJECTED";
+    case MC_MT5_NOT_SENT:
+        return "NOT_SENT";
     default:
         return "NO_ANSWER";
     }
@@ -172,7 +178,7 @@ run_step(mc_mt5_session_t *s, char *step)
     char             *f[STEP_MAX_FIELDS], name[256];
     size_t            i, nd;
     json_t           *out, *list;
-    int64_t           now, offset;
+    int64_t           now, offset, send_by;
     uint64_t          ticket;
     mc_mt5_rc_e       rc;
     mc_mt5_user_t     u;
@@ -240,11 +246,24 @@ run_step(mc_mt5_session_t *s, char *step)
             json_object_set_new(out, "digits", json_integer(g.digits));
         }
 
-    } else if (strcmp(f[0], "balance") == 0 && (n == 5 || n == 6)) {
+    } else if ((strcmp(f[0], "balance") == 0
+                || strcmp(f[0], "balance_live") == 0)
+               && n >= 5 && n <= 7)
+    {
         ticket = 0;
-        cm = n == 6 ? atoi(f[5]) : 1;
-        rc = mc_mt5_balance(s, strtoull(f[1], NULL, 10), atoi(f[2]), f[3],
-                            f[4], cm, &ticket, &retcode);
+        cm = n >= 6 ? atoi(f[5]) : 1;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        send_by = n == 7 ? (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000
+                           + strtoll(f[6], NULL, 10)
+                         : 0;
+        rc = MC_MT5_OK;
+        if (strcmp(f[0], "balance") == 0) {
+            rc = mc_mt5_ensure(s, &retcode);
+        }
+        if (rc == MC_MT5_OK) {
+            rc = mc_mt5_balance(s, strtoull(f[1], NULL, 10), atoi(f[2]),
+                                f[3], f[4], cm, send_by, &ticket, &retcode);
+        }
         json_object_set_new(out, "ticket", u64(ticket));
         json_object_set_new(out, "final",
                             json_boolean(rc == MC_MT5_REJECTED

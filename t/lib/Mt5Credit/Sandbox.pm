@@ -20,7 +20,10 @@ use IO::Socket::INET;
 use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(sleep time);
 
-our $ROOT = abs_path(dirname(__FILE__) . '/../../..');
+our $ROOT = abs_path(dirname(__FILE__) . '/../../..')
+    // die "the tree's path cannot be resolved from " . __FILE__
+         . " (a directory this user cannot read? t/run-as-tester copies "
+         . "a tree out of its reach)\n";
 our $PGBIN = '/usr/lib/postgresql/15/bin';
 our $NGINX = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
 our $MODULE = $ENV{MT5CREDIT_MODULE} || "$ROOT/build/ngx_mt5_credit_module.so";
