@@ -219,6 +219,49 @@ is(ep_requests($st, '/api/trade/balance'), 1, 'sent once, never again');
 is(scalar @{ deals_with_comment($sim, 'dep:t41-slow') }, 1,
    'the server executed it anyway: the outcome was unknown, not failed');
 
+# --- the deadline: never written after it, never running past it ----------
+
+fresh($sim);
+@r = client($sim, {}, 'ensure', 'balance_live,70001,2,10.00,dep:t41-late,1,-1');
+is($r[1]{rc}, 'NOT_SENT', 'a deadline already passed: NOT_SENT');
+like($r[1]{error}, qr/deadline passed before the request was written/,
+     '... refused by the pre-request check, before a byte left');
+$st = $sim->stats;
+is(ep_requests($st, '/api/trade/balance'), 0,
+   '... the server never received trade/balance');
+is(scalar @{ deals_with_comment($sim, 'dep:t41-late') }, 0, '... no deal');
+
+fresh($sim);
+$sim->fault(kind => 'latency', endpoint => '/api/trade/balance', ms => 1500);
+@r = client($sim, { timeout_ms => 5000 }, 'ensure',
+            'balance_live,70001,2,10.00,dep:t41-bound,1,400');
+is($r[1]{rc}, 'NO_ANSWER', 'a call longer than its deadline: NO_ANSWER '
+   . '(it was sent: the outcome is unknown)');
+my ($waited) = ($r[1]{error} // '') =~ /timed out after (\d+) milli/;
+ok(defined $waited && $waited < 1000,
+   '... the transfer was cut at the deadline, not at timeout_ms ('
+   . ($waited // 'no timeout') . ' ms)');
+sleep 1.5;
+
+fresh($sim);
+@r = client($sim, {}, 'balance_live,70001,2,10.00,dep:t41-nosession');
+is($r[0]{rc}, 'NOT_SENT', 'no session: the balance call never makes one');
+like($r[0]{error}, qr/never connects or authenticates/, '... and says so');
+is($sim->stats->{connections_opened}, 0, '... not even a connection');
+
+{
+    # the server closes a connection idle for 1 s: the call is not sent on
+    # it, and no new session is made for it
+    my $i = Mt5Credit::Mt5Sim->new($sb, name => 'mt5simD', idle_timeout => 1);
+    @r = client($i, {}, 'ensure', 'sleep,2500',
+                'balance_live,70001,2,1.00,dep:t41-lost');
+    is($r[2]{rc}, 'NOT_SENT', 'a session lost before the call: NOT_SENT');
+    $st = $i->stats;
+    is(ep_requests($st, '/api/trade/balance'), 0, '... nothing sent');
+    is($st->{connections_opened}, 1, '... and no re-login for it');
+    $i->stop;
+}
+
 fresh($sim);
 $sim->fault(kind => 'hang', endpoint => '/api/user/get');
 @r = client($sim, { timeout_ms => 700 }, 'user,70001', 'user,70001');
