@@ -81,11 +81,15 @@ sub apt_get {
     return $rc == 0;
 }
 
+# in the tree, named relatively: the tester may be running in a copy of
+# it (t/run-as-tester, for a tree in root's home)
 sub make_deps {
     my (@pre) = @_;
-    return run(@pre, 'make', '-s', '--no-print-directory', '-C', $ROOT,
-               'deps', "DEB_PACKAGES=$PKG");
+    return run(@pre, 'make', '-s', '--no-print-directory', 'deps',
+               "DEB_PACKAGES=$PKG");
 }
+
+chdir $ROOT or die "$ROOT: $!";
 
 # --- the machine as it was, and as it is left ---------------------------
 
@@ -155,8 +159,8 @@ ok(!installed($PKG), "$PKG is not installed");
 if ($is_root) {
     # sudo itself through make deps: the same path a fresh box takes
     if (!$had_sudo) {
-        my ($rc, $out) = run('make', '-s', '--no-print-directory', '-C',
-                             $ROOT, 'deps', 'DEB_PACKAGES=sudo');
+        my ($rc, $out) = run('make', '-s', '--no-print-directory', 'deps',
+                             'DEB_PACKAGES=sudo');
         is($rc, 0, 'sudo installed through make deps') or diag($out);
     }
 
