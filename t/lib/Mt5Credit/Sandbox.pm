@@ -25,7 +25,9 @@ our $ROOT = abs_path(dirname(__FILE__) . '/../../..')
          . " (a directory this user cannot read? t/run-as-tester copies "
          . "a tree out of its reach)\n";
 our $PGBIN = '/usr/lib/postgresql/15/bin';
+# a relative NGINX_BIN is in the tree (t/run-as-tester may run a copy)
 our $NGINX = $ENV{NGINX_BIN} || '/usr/sbin/nginx';
+$NGINX = "$ROOT/$NGINX" unless $NGINX =~ m{^/};
 our $MODULE = $ENV{MT5CREDIT_MODULE} || "$ROOT/build/ngx_mt5_credit_module.so";
 our $VECTORS = "$ROOT/t/vectors";     # copied in, see its README.md
 
