@@ -556,7 +556,9 @@ mc_db_resolve_claim(mc_db_t *db, const char *const *servers, int nservers,
     params[2] = lookup_s;
     params[3] = limit_s;
 
+    /* now(): the clock created_at was taken by, read after the lease */
     res = mc_db_exec(db, "SELECT " MC_DB_ITEM_COLUMNS
+                     ", extract(epoch FROM now())::bigint"
                      " FROM mt5credit.resolve_claim($1, $2, $3, $4)", 4,
                      params);
     free(array);
@@ -576,6 +578,7 @@ mc_db_resolve_claim(mc_db_t *db, const char *const *servers, int nservers,
 
         for (i = 0; i < rows; i++) {
             mc_db_item(res, i, &(*items)[i]);
+            (*items)[i].db_now = strtoll(PQgetvalue(res, i, 15), NULL, 10);
         }
     }
 

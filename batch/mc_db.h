@@ -39,6 +39,8 @@ typedef struct {
     int64_t    created_at;        /* unix seconds, UTC */
     int64_t    claimed_at;
     int64_t    lease_ms_left;     /* when read, by the database's clock */
+    int64_t    db_now;            /* the resolver's pick: the database's
+                                     clock then, unix seconds */
 } mc_work_item_t;
 
 

@@ -30,8 +30,19 @@
 
 #define MC_RESOLVER_BATCH     20
 
-/* the end of the window runs past "now" by this, for clock steps */
+/* the end of the window runs past the database's "now" by this */
 #define MC_RESOLVER_SLACK     120
+
+/*
+ * MT5 deal times are the server's local time, and its offset from UTC
+ * can change while a credit waits (summer time, a moved server): the
+ * offset measured now is not the one the deal was made under.  So the
+ * window takes in every offset a clock on Earth can have, UTC-12 to
+ * UTC+14, and the one measured now if it lies outside: the reference is
+ * unique, and a day more of one login's deals costs little.
+ */
+#define MC_RESOLVER_OFFSET_MIN  (-12 * 3600)
+#define MC_RESOLVER_OFFSET_MAX  (14 * 3600)
 
 
 static void mc_resolve_one(mc_worker_t *w, mc_work_item_t *it);
@@ -110,12 +121,16 @@ mc_resolve_one(mc_worker_t *w, mc_work_item_t *it)
     }
 
     /*
-     * Deal times are MT5 server time: the window is the credit's whole
-     * life, from a lookback before it was created to now, shifted by the
-     * server's offset from UTC.
+     * The credit's whole life, from a lookback before it was created to
+     * the pick, both by the database's clock (this host's may be off),
+     * in server time under any offset it may have had meanwhile.
      */
-    from = it->created_at - w->cfg->lookback + offset;
-    to = (int64_t) time(NULL) + offset + MC_RESOLVER_SLACK;
+    from = it->created_at - w->cfg->lookback
+           + (offset < MC_RESOLVER_OFFSET_MIN ? offset
+                                              : MC_RESOLVER_OFFSET_MIN);
+    to = it->db_now + MC_RESOLVER_SLACK
+         + (offset > MC_RESOLVER_OFFSET_MAX ? offset
+                                            : MC_RESOLVER_OFFSET_MAX);
 
     rc = mc_mt5_deals(s->session, it->login, from, to, &deals, &n, &retcode);
 
@@ -158,11 +173,13 @@ mc_resolve_one(mc_worker_t *w, mc_work_item_t *it)
     if (matches == 0) {
         json_decref(found);
         moved = mc_db_resolve_absent(w->db, it, w->cfg->worker_name,
-                                     json_pack("{s:s, s:I, s:I, s:I}",
+                                     json_pack("{s:s, s:I, s:I, s:I, s:I}",
                                                "step", "resolve",
                                                "deals_checked", (json_int_t) n,
                                                "from", (json_int_t) from,
-                                               "to", (json_int_t) to));
+                                               "to", (json_int_t) to,
+                                               "server_offset",
+                                               (json_int_t) offset));
         if (moved == 1) {
             w->resolved_absent++;
         }
