@@ -321,6 +321,19 @@ mc_db_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
 }
 
 
+int
+mc_db_orphan_deal(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
+    const char *worker, json_t *detail)
+{
+    char  t[24];
+
+    snprintf(t, sizeof(t), "%" PRIu64, ticket);
+
+    return mc_db_move(db, "SELECT mt5credit.credit_orphan_deal($1, $2, $3, "
+                      "$4, $5)", w, t, NULL, worker, detail);
+}
+
+
 static int
 mc_db_send(mc_db_t *db, const char *sql, int n, const char *const *params)
 {

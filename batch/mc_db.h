@@ -67,6 +67,13 @@ int mc_db_release(mc_db_t *db, const mc_work_item_t *w, const char *worker,
 int mc_db_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
     const char *worker, json_t *detail);
 /*
+ * A ticket mc_db_succeeded() (or its sent form) could not record: 1 when
+ * a critical orphan_deal case was opened, 0 when the credit carries that
+ * very ticket already, -1 when the database could not be asked.
+ */
+int mc_db_orphan_deal(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
+    const char *worker, json_t *detail);
+/*
  * The two statements of the fast path, sent without waiting, so their
  * round trips overlap the MT5 calls: a claim of the next credit while the
  * balance call runs, the record of a deal while the next credit's checks

@@ -39,6 +39,8 @@ static int mc_worker_process(mc_worker_t *w, mc_work_item_t *it,
     int64_t deadline);
 static void mc_worker_settle(mc_worker_t *w);
 static void mc_worker_collect_claim(mc_worker_t *w);
+static void mc_worker_orphan(mc_worker_t *w, mc_work_item_t *it,
+    uint64_t ticket);
 static int mc_worker_checks(mc_worker_t *w, mc_worker_server_t *s,
     mc_work_item_t *it, int *group_digits);
 static void mc_worker_release(mc_worker_t *w, mc_work_item_t *it,
@@ -341,11 +343,44 @@ mc_worker_settle(mc_worker_t *w)
         return;
     }
 
-    /* the deal exists; the resolver finds it by its reference */
-    mc_log(MC_LOG_ERROR, "credit=%" PRId64 " ref=%s: deal %" PRIu64 " made "
-           "but not recorded (%s); the resolver will find it", it->id,
-           it->reference, w->recorded_ticket,
-           moved == 0 ? "the lease was lost" : "database error");
+    if (moved < 0) {
+        /* the claim expires; the resolver finds the deal by reference */
+        mc_log(MC_LOG_ERROR, "credit=%" PRId64 " ref=%s: deal %" PRIu64
+               " made but not recorded (database error); the resolver will "
+               "find it", it->id, it->reference, w->recorded_ticket);
+        return;
+    }
+
+    mc_worker_orphan(w, it, w->recorded_ticket);
+}
+
+
+/*
+ * A deal made under a lease that was lost while the call ran: another
+ * worker or the resolver may have made or found a deal of its own, so
+ * this one may be a second.  A person is told at once.
+ */
+
+static void
+mc_worker_orphan(mc_worker_t *w, mc_work_item_t *it, uint64_t ticket)
+{
+    int  opened;
+
+    opened = mc_db_orphan_deal(w->db, it, ticket, w->cfg->worker_name,
+                               json_pack("{s:s, s:s}", "step", "record",
+                                         "reason", "the lease was lost "
+                                         "while the call ran"));
+    if (opened == 0) {
+        mc_log(MC_LOG_INFO, "credit=%" PRId64 " ref=%s: deal %" PRIu64
+               " was recorded by another path already", it->id,
+               it->reference, ticket);
+        return;
+    }
+
+    mc_alert(&w->alert, "orphan_deal", it->id, "credit %s (login %" PRIu64
+             "): deal %" PRIu64 " made under a lost lease (attempt %d)%s",
+             it->reference, it->login, ticket, it->attempts,
+             opened == 1 ? "" : "; the case could not be recorded");
 }
 
 
