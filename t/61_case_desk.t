@@ -8,7 +8,8 @@
 #   - an operator writing a table directly instead of through the desk
 #   - an action without its record: who, when, before, after, evidence
 #   - anything deleted: actions, proposals, cases
-#   - a correction rounded (12.345 USD), or made outside the claim path:
+#   - a correction rounded (12.345 USD), computed through floating point
+#     (12345678.12345678 BTC 2 satoshi off), or made outside the claim path:
 #     an approved correction is an ordinary credit the worker makes
 #   - a resolution without a note, a resolved case changed again
 
@@ -137,6 +138,18 @@ isnt($rc, 0, 'a proposal is decided once');
                    'correcting_credit', '--amount', '12.345', '--note', 'x');
 isnt($rc, 0, 'a correction of 12.345 USD is refused, not rounded');
 like($out, qr/whole minor units/, '... saying why');
+
+# 12345678.12345678 BTC through double precision is 2 satoshi off
+is($sb->sql1("SELECT mt5credit.major_to_minor(12345678.12345678, 'BTC')"),
+   '1234567812345678', 'a typed amount becomes minor units exactly, at 8 '
+   . 'digits and 16 significant ones');
+is($sb->sql1("SELECT ('12345678.12345678'::numeric * 10 ^ "
+             . "8::smallint)::numeric"), '1234567812345680',
+   '... which numeric * 10 ^ smallint (float8, as 010 had it) is not');
+like($sb->psql("SELECT pg_get_functiondef('mt5credit.case_propose'::regproc)",
+              raw => 1),
+     qr/major_to_minor\(p_amount::numeric/,
+     '... and case_propose() converts through it');
 
 ($rc, $out) = desk('ops_alice', 'propose', $case, '--action',
                    'correcting_credit', '--amount', '12.50', '--note',
