@@ -13,6 +13,7 @@
 #   - a deal made but not recorded (database cut) staying unrecorded
 #   - an answer about another login being taken for an answer
 #   - a partial, empty or miscounted deal list read as "no deal"
+#   - a "no answer" case left open once MT5 answered and the credit is done
 #   - a reference found with another amount settled automatically
 #   - a debit the account cannot take, or a credit in another currency
 #     than the account's, being sent to MT5
@@ -49,6 +50,22 @@ sub one_deal {
     is(scalar @$deals, 1, "$what: exactly one deal carries $c->{reference}");
     is($c->{ticket}, $deals->[0]{Deal} // 'none',
        "$what: and its ticket is the one recorded");
+}
+
+# the credit's own "no answer" case, closed by the credit being settled
+sub no_answer_closed {
+    my ($id, $what) = @_;
+    is($sb->sql1("SELECT string_agg(status || ' ' || resolution, ',') FROM "
+                 . "mt5credit.case WHERE credit_id = $id AND kind = "
+                 . "'mt5_no_answer'"), 'resolved settled_by_lookup',
+       "$what: its mt5_no_answer case is closed, settled by the lookup");
+    my $ticket = $st->credit($id)->{ticket};
+    like($sb->sql1("SELECT a.actor || ': ' || a.note FROM mt5credit.case_action "
+                   . "a JOIN mt5credit.case k ON k.id = a.case_id WHERE "
+                   . "k.credit_id = $id AND k.kind = 'mt5_no_answer' AND "
+                   . "a.action = 'resolve'"),
+         qr/^w1: MT5 answered: the credit is done with deal $ticket$/,
+         "$what: recorded with who and the deal");
 }
 
 sub has_history {
@@ -178,6 +195,7 @@ for my $executed (1, 0) {
     $sim->clear_faults;
     ok($st->wait_status($id, 'done', 30), 'a trusted answer later: done');
     one_deal($id, 'wrong login in the deal list');
+    no_answer_closed($id, 'wrong login in the deal list');
 }
 
 # --- partial, empty, miscounted deal lists: never "no deal" ----------------------
@@ -195,6 +213,7 @@ for my $kind (qw(partial_page empty_page bad_total)) {
     $sim->clear_faults;
     ok($st->wait_status($id, 'done', 30), "$kind: found once MT5 answers in full");
     one_deal($id, $kind);
+    no_answer_closed($id, $kind);
 }
 
 # --- the reference with another amount: a person decides ----------------------------
