@@ -8,6 +8,8 @@
 #   - a withdrawal from a login the client does not own
 #   - the maker approving their own request, in the function or by any
 #     write to the table, the owner's included
+#   - a program (the worker's role) preparing or approving a request: one
+#     person with a batch host's credentials would be both people
 #   - an approval of a request changed after it was prepared, or other
 #     than the one the approver saw
 #   - an approved request changing afterwards
@@ -110,7 +112,7 @@ like($sb->psql("UPDATE mt5credit.withdrawal SET amount_minor = 1 "
 like($sb->psql("DELETE FROM mt5credit.withdrawal", may_fail => 1),
      qr/append-only/, 'requests cannot be deleted');
 
-# --- rejection, and the rules as maker -----------------------------------
+# --- rejection, and no program as maker -----------------------------------
 
 my ($wd2) = request('withdraw-0003', 5000) =~ /^(wd_\d+)/;
 is(as('ops_bob', "SELECT mt5credit.withdrawal_reject('$wd2', "
@@ -118,13 +120,16 @@ is(as('ops_bob', "SELECT mt5credit.withdrawal_reject('$wd2', "
 like(as('ops_alice', "SELECT mt5credit.withdrawal_prepare('$wd2', NULL)"),
      qr/not waiting to be prepared/, '... and is then final');
 
+# a batch host's credentials must not be one of the two people (025)
 my ($wd3) = request('withdraw-0004', 7000) =~ /^(wd_\d+)/;
-my $d3 = as('worker', "SELECT mt5credit.withdrawal_prepare('$wd3', "
-            . "'rules: under the daily limit')");
-like($d3, qr/^[0-9a-f]{32}$/, 'the automated rules prepare as maker');
-is(as('ops_alice', "SELECT mt5credit.withdrawal_approve('$wd3', '$d3', "
-      . "NULL)"), '', '... and a person approves');
+like(as('worker', "SELECT mt5credit.withdrawal_prepare('$wd3', "
+        . "'rules: under the daily limit')"), qr/permission denied/,
+     'a program cannot prepare a withdrawal as maker');
+my $d3 = as('ops_alice', "SELECT mt5credit.withdrawal_prepare('$wd3', NULL)");
+like($d3, qr/^[0-9a-f]{32}$/, '... a person prepares it');
 like(as('worker', "SELECT mt5credit.withdrawal_approve('$wd3', '$d3', "
-        . "NULL)"), qr/permission denied/, 'the rules cannot approve');
+        . "NULL)"), qr/permission denied/, '... and a program cannot approve');
+is(as('ops_bob', "SELECT mt5credit.withdrawal_approve('$wd3', '$d3', "
+      . "NULL)"), '', '... another person does');
 
 done_testing;
