@@ -1,14 +1,20 @@
 --
--- 023: amounts a person types are converted to minor units exactly.
+-- 023: corrections a person proposes: exact, and only where they can be
+-- made.
 --
 -- 010's case_propose() computed `amount * 10 ^ digits`, and `10 ^ smallint`
 -- resolves to double precision: 12345678.12345678 BTC became
--- 1234567812345680 satoshi, 2 off.  major_to_minor() multiplies by a numeric power of ten, which is
--- exact, and case_propose() is re-declared to use it.
+-- 1234567812345680 satoshi, 2 off.  major_to_minor() multiplies by a
+-- numeric power of ten, which is exact, and case_propose() uses it.
+--
+-- And a correction (a credit or debit adjusting a credit) is claimed by
+-- the worker only once the credit it adjusts is done; one approved for a
+-- failed or unknown credit waited for ever, with no case.  case_propose()
+-- now refuses it: the credit is settled first.
 --
 -- Re-declared (CREATE OR REPLACE: migrations are immutable once applied);
 -- this file holds the current definition of case_propose().  What is new
--- in it: the one line that calls major_to_minor().
+-- in it: the call of major_to_minor() and the refusal marked 023.
 --
 
 -- p_amount (major units) in minor units of p_currency, exactly; NULL for
@@ -53,6 +59,13 @@ BEGIN
     IF p_action = 'requeue_credit' AND v_cr.status <> 'failed' THEN
         RAISE EXCEPTION 'credit % is %: only a failed credit can be '
                         're-queued', v_cr.id, v_cr.status
+            USING ERRCODE = 'MC048';
+    END IF;
+    -- a correction is claimed only once the credit it adjusts is done:
+    -- proposed for one that is not, it would wait for ever (023)
+    IF p_action <> 'requeue_credit' AND v_cr.status <> 'done' THEN
+        RAISE EXCEPTION 'credit % is %: a correction adjusts a done credit; '
+                        'settle this one first', v_cr.id, v_cr.status
             USING ERRCODE = 'MC048';
     END IF;
     IF p_action <> 'requeue_credit' THEN

@@ -10,6 +10,7 @@
 #   - that case missing whichever of the two came second
 #   - a reinstatement credited before its debit is done, when both are
 #     made: the debit first, then the reinstatement, one deal each
+#   - a refund of a credit that failed waiting for ever with no case
 
 use strict;
 use warnings;
@@ -57,7 +58,7 @@ sleep 4;     # several worker rounds
 is($st->status_of($cbr), 'pending',
    'the reinstatement is never claimed while its debit is failed');
 is(scalar @{ $st->deals_with("cbr:$cbr") }, 0, '... no deal gives it back');
-is($sb->sql1("SELECT severity || ' ' || (details->>'failed_debit') FROM "
+is($sb->sql1("SELECT severity || ' ' || (details->>'failed') FROM "
              . "mt5credit.case WHERE credit_id = $cbr AND kind = "
              . "'reinstatement_after_failed_debit'"), "high $cbk",
    '... and a person has a case naming the failed debit');
@@ -87,5 +88,19 @@ is(scalar @deals, 2, '... one deal each');
 ok($deals[0]{Deal} < $deals[1]{Deal}, '... the debit first');
 is($sb->sql1("SELECT count(*) FROM mt5credit.case WHERE credit_id = $cbr2"),
    0, '... and no case');
+
+# --- a refund of a credit that failed: a case, not a wait for ever ----------
+
+$st->account(login => 70002, rights => 0);
+my $dep3 = $st->pay(login => 70002, amount => 10000);
+ok($st->wait_status($dep3, 'failed'), 'a deposit to a disabled account fails');
+my $rfd = $st->refund(of => $dep3, amount => 10000);
+ok(defined $rfd, 'its payment is refunded: a refund record');
+is($sb->sql1("SELECT severity || ' ' || (details->>'failed') FROM "
+             . "mt5credit.case WHERE credit_id = $rfd AND kind = "
+             . "'reversal_of_failed_credit'"), "high $dep3",
+   '... and a case at once: it reverses a credit that was never made');
+sleep 2;
+is($st->status_of($rfd), 'pending', '... the refund moves no money');
 
 done_testing();

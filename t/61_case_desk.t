@@ -8,6 +8,7 @@
 #   - an operator writing a table directly instead of through the desk
 #   - an action without its record: who, when, before, after, evidence
 #   - anything deleted: actions, proposals, cases
+#   - a correction of a credit that is not done (it would wait for ever)
 #   - a correction rounded (12.345 USD), computed through floating point
 #     (12345678.12345678 BTC 2 satoshi off), or made outside the claim path:
 #     an approved correction is an ordinary credit the worker makes
@@ -134,6 +135,16 @@ isnt($rc, 0, 'a proposal is decided once');
 
 # --- corrections: exact, and made by the worker like any credit ---------
 
+# the re-queued credit is pending: a correction of it would wait for ever
+($rc, $out) = desk('ops_alice', 'propose', $case, '--action',
+                   'correcting_credit', '--amount', '1.00', '--note', 'x');
+isnt($rc, 0, 'a correction of a credit that is not done is refused');
+like($out, qr/credit $credit is pending: a correction adjusts a done credit/,
+     '... saying why: settle it first');
+
+Mt5Credit::Worker::run($sb, 'work', '-c', $st->worker_config('w1'), '--once');
+is($st->status_of($credit), 'done', 'the worker makes the re-queued credit');
+
 ($rc, $out) = desk('ops_alice', 'propose', $case, '--action',
                    'correcting_credit', '--amount', '12.345', '--note', 'x');
 isnt($rc, 0, 'a correction of 12.345 USD is refused, not rounded');
@@ -178,7 +189,6 @@ is($sb->sql1("SELECT direction || ' ' || amount_minor || ' ' || status || "
 my $conf = $st->worker_config('w1');
 Mt5Credit::Worker::run($sb, 'work', '-c', $conf, '--once');
 is($st->status_of($cor), 'done', 'the worker makes the correction');
-is($st->status_of($credit), 'done', '... and the re-queued credit');
 is(scalar @{ $st->deals_with("cor:$cor") }, 1,
    '... one MT5 deal with the correction reference');
 

@@ -1,22 +1,27 @@
 --
--- 026: a reinstatement waits for the chargeback debit it gives back.
+-- 026: a reversal waits for what it reverses, and never for ever.
 --
--- A won dispute (charge.dispute.funds_reinstated) becomes a chargeback
--- credit, cbr:<id>, linked like every reversal to the deposit's credit.
--- claim_credit() (008) let a reversal go once that deposit credit was
--- done, so a reinstatement could be credited while its chargeback debit
--- was still pending, or after it had failed: deposit +100, the client
--- withdraws, the chargeback debit fails for want of funds, the dispute is
--- won, and +100 is credited again that was never taken back.
+-- A refund or a chargeback debit reverses a deposit's credit; a won
+-- dispute's reinstatement (cbr:<id>) gives back what a chargeback debit
+-- took.  claim_credit() (008) let a reversal go once the deposit credit
+-- was done, so:
+--   - a reinstatement could be credited while its chargeback debit was
+--     pending, or after it had failed: deposit +100, the client
+--     withdraws, the chargeback debit fails for want of funds, the dispute
+--     is won, and +100 is credited again that was never taken back;
+--   - a refund or chargeback of a credit that failed waited for ever,
+--     with no case.
 --
+-- Here:
 --   - claim_credit() is re-declared: a reinstatement is claimed only when
 --     every chargeback debit of the same payment is done.  This file holds
 --     its current definition; what is new is the condition marked 026.
---   - A reinstatement whose chargeback debit failed is a case, not a
---     credit: reinstatement_after_failed_debit (high), opened when either
---     of the two comes second.  The reinstatement stays pending and is
---     never claimed while the debit is failed; if a person re-queues the
---     debit and it is made, the reinstatement follows.
+--   - A reversal that can never be claimed is a case the moment it
+--     becomes one (whichever of the two rows comes second):
+--     reversal_of_failed_credit (its original failed) and
+--     reinstatement_after_failed_debit (its chargeback debit failed),
+--     both high.  The reversal stays pending and moves no money; if a
+--     person re-queues the failed row and it is made, it follows.
 --
 
 --
@@ -82,7 +87,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION mt5credit.reinstatement_check_debit()
+CREATE FUNCTION mt5credit.reversal_check()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
@@ -90,12 +95,20 @@ AS $$
 DECLARE
     v  record;
 BEGIN
-    -- the pairs of (pending reinstatement, failed chargeback debit) that
-    -- this row's insert or change has just made
+    -- what this row's insert or failure has just made: a pending reversal
+    -- of a failed credit, or a pending reinstatement of a failed
+    -- chargeback debit; either waits for ever, so a person is told
     FOR v IN
-        SELECT r.id, r.reference, r.deposit_id, r.amount_minor, r.currency,
-               r.original_credit_id, d.id AS debit_id,
-               d.reference AS debit_reference
+        SELECT 'reversal_of_failed_credit' AS kind, r.id, r.reference,
+               r.deposit_id, r.amount_minor, r.currency, o.id AS failed_id,
+               o.reference AS failed_reference
+        FROM mt5_credit r
+        JOIN mt5_credit o ON o.id = r.original_credit_id
+        WHERE r.status = 'pending' AND o.status = 'failed'
+          AND NEW.id IN (r.id, o.id)
+        UNION ALL
+        SELECT 'reinstatement_after_failed_debit', r.id, r.reference,
+               r.deposit_id, r.amount_minor, r.currency, d.id, d.reference
         FROM mt5_credit r
         JOIN mt5_credit d ON d.original_credit_id = r.original_credit_id
         WHERE r.original_credit_id = NEW.original_credit_id
@@ -105,14 +118,13 @@ BEGIN
           AND d.status = 'failed'
           AND NEW.id IN (r.id, d.id)
     LOOP
-        PERFORM open_case('reinstatement_after_failed_debit', 'high',
-                          'reinstatement_after_failed_debit:credit:' || v.id,
+        PERFORM open_case(v.kind, 'high',
+                          v.kind || ':credit:' || v.id,
                           jsonb_build_object(
-                              'reinstatement', v.id,
-                              'reinstatement_reference', v.reference,
-                              'failed_debit', v.debit_id,
-                              'failed_debit_reference', v.debit_reference,
-                              'original_credit', v.original_credit_id),
+                              'waiting', v.id,
+                              'waiting_reference', v.reference,
+                              'failed', v.failed_id,
+                              'failed_reference', v.failed_reference),
                           v.id, v.deposit_id, NULL,
                           v.amount_minor, v.currency);
     END LOOP;
@@ -121,15 +133,15 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER reinstatement_after_failed_debit_insert
+CREATE TRIGGER reversal_check_insert
     AFTER INSERT ON mt5credit.mt5_credit
     FOR EACH ROW
-    WHEN (NEW.kind = 'chargeback' AND NEW.direction = 'credit')
-    EXECUTE FUNCTION mt5credit.reinstatement_check_debit();
+    WHEN (NEW.original_credit_id IS NOT NULL
+          AND NEW.kind IN ('refund', 'chargeback'))
+    EXECUTE FUNCTION mt5credit.reversal_check();
 
-CREATE TRIGGER reinstatement_after_failed_debit_update
+CREATE TRIGGER reversal_check_failed
     AFTER UPDATE OF status ON mt5credit.mt5_credit
     FOR EACH ROW
-    WHEN (NEW.kind = 'chargeback' AND NEW.direction = 'debit'
-          AND NEW.status = 'failed' AND OLD.status <> 'failed')
-    EXECUTE FUNCTION mt5credit.reinstatement_check_debit();
+    WHEN (NEW.status = 'failed' AND OLD.status <> 'failed')
+    EXECUTE FUNCTION mt5credit.reversal_check();
