@@ -655,6 +655,32 @@ my $fxq = "SELECT c.fx_rate = d.fx_rate AND c.fx_source = d.fx_source "
 }
 
 {
+    # the return page counts in the currency paid: USD 500.00 paid, EUR
+    # 461.73 credited, USD 500.00 refunded is "refunded" (027)
+    my $d = new_deposit(login => 1002, rate => '0.92345');
+    credited($d, 'pi_fx_state');
+    ingest(stripe_event(type => 'charge.refunded', pi => 'pi_fx_state',
+                        charge => 'ch_fx_state', amount => 50000,
+                        charge_amount => 50000));
+    my ($rf) = @{ credits("kind = 'refund' AND deposit_id = $d->{id}") };
+    $sb->psql(<<"SQL");
+BEGIN;
+SELECT set_config('mt5credit.actor', 'test-fixture', true);
+UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
+    claimed_at = now(), claimed_by = 'fixture',
+    lease_expires_at = now() + interval '1 minute' WHERE id = $rf->{id};
+UPDATE mt5credit.mt5_credit SET status = 'done',
+    mt5_deal_ticket = 990000 + $rf->{id} WHERE id = $rf->{id};
+COMMIT;
+SQL
+    is($sb->sql1("SELECT refund_state || ' ' || refunded_minor FROM "
+                 . "mt5credit.deposit_refund_state('alice', '$d->{ref}')",
+                 user => 'portal'), 'refunded 50000',
+       'FX deposit refunded in full: "refunded", USD 500.00, not a part '
+       . 'of it in the account\'s EUR');
+}
+
+{
     # half refunded, the other half lost in a dispute, then won back
     my $d = new_deposit(login => 1002, rate => '0.92345');
     credited($d, 'pi_fx_mixed');
