@@ -11,6 +11,9 @@
 #   - a timeout, an HTTP error or an answer about another session changing
 #     anything but the query's schedule
 #   - an unpaid or expired session crediting anything
+#   - an answer (from anyone holding the worker's credentials) about
+#     another deposit, session, amount or currency crediting anything: it
+#     is refused, with a critical case
 #   - a deposit being asked about forever: after the attempts it is left to
 #     reconciliation, with a case
 #   - the API key on a command line, in a log, or sent over plain HTTP
@@ -233,6 +236,55 @@ unlike($logs . $out, qr/\Q$KEY\E/, 'the API key is in no log or output');
 is(scalar(() = do { open my $l, '<', "$state.log"; grep { / 0$/ } <$l> }), 0,
    'every request carried the key');
 
+
+# --- an answer about another deposit: refused, and a case (028) -----------------
+
+{
+    my ($asked, $cs_asked) = deposit();
+    my ($other) = deposit();
+    my $asked_id = $sb->sql1("SELECT id FROM mt5credit.deposit "
+                             . "WHERE reference = '$asked'");
+    my $credits = "SELECT count(*) FROM mt5credit.mt5_credit c JOIN "
+                . "mt5credit.deposit d ON d.id = c.deposit_id WHERE "
+                . "d.reference IN ('$asked', '$other')";
+
+    # the worker role's credentials, and invented bytes naming the other
+    my %forged = (
+        'another deposit' => { id => $cs_asked, client_reference_id => $other,
+                               amount_total => 5000, currency => 'usd' },
+        'another session' => { id => 'cs_forged', client_reference_id => $asked,
+                               amount_total => 5000, currency => 'usd' },
+        'another amount' => { id => $cs_asked, client_reference_id => $asked,
+                              amount_total => 777700, currency => 'usd' },
+        'another currency' => { id => $cs_asked, client_reference_id => $asked,
+                                amount_total => 5000, currency => 'eur' },
+        'not JSON' => undef,
+    );
+    for my $what (sort keys %forged) {
+        my $o = $forged{$what};
+        my $bytes = defined $o
+            ? JSON::PP->new->canonical->encode({ %$o, object => 'checkout.session',
+                  status => 'complete', payment_status => 'paid' })
+            : 'garbage {';
+        (my $lit = $bytes) =~ s/'/''/g;
+        is($sb->sql1("SELECT mt5credit.query_answered('stripe', $asked_id, "
+                     . "'checkout.session.completed', convert_to('$lit', "
+                     . "'UTF8'))", user => 'worker'), 'refused',
+           "an answer naming $what is refused");
+    }
+    is($sb->sql1($credits), 0, '... and no credit was made, for either deposit');
+    is($sb->sql1("SELECT count(*) || ' ' || min(severity) FROM mt5credit.case "
+                 . "WHERE kind = 'query_answer_mismatch' AND deposit_id = "
+                 . "$asked_id"), '5 critical',
+       '... each a critical case on the deposit asked about');
+
+    my $out = poll();
+    like($out, qr/deposit $asked .*credit_created/,
+         'the true answer, from the provider, still credits it');
+    is($sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit c JOIN "
+                 . "mt5credit.deposit d ON d.id = c.deposit_id WHERE "
+                 . "d.reference = '$asked'"), 1, '... once');
+}
 
 # --- the key never travels in the clear ---------------------------------------
 
