@@ -79,6 +79,10 @@ static const mc_key_t  mc_main_keys[] = {
       "POSTed a JSON object on every alert" },
     { "log_level", MC_KEY_STR, MC_MAIN(log_level), 0, 0,
       "debug, info, warn, error (info)" },
+    { "state_dir", MC_KEY_STR, MC_MAIN(state_dir), 0, 0,
+      "work: where each worker keeps its last claim, outside the database, "
+      "so a database that went back in time (a failover, a restore) is "
+      "noticed (/var/lib/mt5credit)" },
     { "recon_database", MC_KEY_STR, MC_MAIN(recon_database), 0, 0,
       "reconcile: libpq conninfo, log in as a member of mt5credit_recon "
       "(default: database)" },
@@ -181,6 +185,7 @@ mc_config_defaults(mc_config_t *cfg)
              (int) getpid());
     strcpy(cfg->redis_key, "mt5credit:wake");
     strcpy(cfg->log_level, "info");
+    strcpy(cfg->state_dir, "/var/lib/mt5credit");
     cfg->poll_interval = 5;
     cfg->lease = 120;
     cfg->call_timeout = 30;

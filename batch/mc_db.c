@@ -679,3 +679,105 @@ mc_db_session_slot_release(mc_db_t *db, const char *server, int slot)
                       "hashtext('mt5credit.session:' || $1), $2::int)",
                       2, params);
 }
+
+
+int
+mc_db_identity(mc_db_t *db, const int64_t *credits, const int *attempts,
+    int n, mc_db_identity_t *id)
+{
+    int          i, rc;
+    char        *ids, *atts, *p, *q;
+    size_t       size;
+    PGresult    *res;
+    const char  *params[2];
+
+    size = (size_t) n * 24 + 3;
+    ids = malloc(size);
+    atts = malloc(size);
+
+    if (ids == NULL || atts == NULL) {
+        free(ids);
+        free(atts);
+        return -1;
+    }
+
+    p = ids;
+    q = atts;
+    *p++ = '{';
+    *q++ = '{';
+
+    for (i = 0; i < n; i++) {
+        p += snprintf(p, 24, "%s%" PRId64, i ? "," : "", credits[i]);
+        q += snprintf(q, 24, "%s%d", i ? "," : "", attempts[i]);
+    }
+
+    strcpy(p, "}");
+    strcpy(q, "}");
+    params[0] = ids;
+    params[1] = atts;
+
+    res = mc_db_exec(db, "SELECT system_identifier, timeline, behind, "
+                     "coalesce(behind_credit, 0), coalesce(behind_attempts, 0)"
+                     " FROM mt5credit.db_identity($1, $2)", 2, params);
+    free(ids);
+    free(atts);
+
+    if (res == NULL) {
+        return -1;
+    }
+
+    rc = -1;
+
+    if (PQntuples(res) == 1) {
+        memset(id, 0, sizeof(*id));
+        snprintf(id->system_identifier, sizeof(id->system_identifier), "%s",
+                 PQgetvalue(res, 0, 0));
+        id->timeline = atoi(PQgetvalue(res, 0, 1));
+        id->behind = atoi(PQgetvalue(res, 0, 2));
+        id->behind_credit = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+        id->behind_attempts = atoi(PQgetvalue(res, 0, 4));
+        rc = 0;
+
+    } else {
+        mc_log(MC_LOG_ERROR, "database: db_identity() gave no row");
+    }
+
+    PQclear(res);
+
+    return rc;
+}
+
+
+int
+mc_db_rewound(mc_db_t *db, const char *worker, int lease, json_t *detail)
+{
+    int          n;
+    char         l[16], *json;
+    PGresult    *res;
+    const char  *params[3];
+
+    json = mc_db_json(detail);
+    json_decref(detail);
+
+    if (json == NULL) {
+        return -1;
+    }
+
+    snprintf(l, sizeof(l), "%d", lease);
+    params[0] = worker;
+    params[1] = l;
+    params[2] = json;
+
+    res = mc_db_exec(db, "SELECT mt5credit.database_rewound($1, $2, $3)", 3,
+                     params);
+    free(json);
+
+    if (res == NULL) {
+        return -1;
+    }
+
+    n = atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+
+    return n;
+}

@@ -119,4 +119,22 @@ int mc_db_session_slot(mc_db_t *db, const char *server, int cap);
 void mc_db_session_slot_release(mc_db_t *db, const char *server, int slot);
 
 
+/* what the database is, for mc_rewind.c (sql/029 db_identity()) */
+typedef struct {
+    char      system_identifier[32];
+    int       timeline;
+    int       behind;             /* claims given that it does not hold */
+    int64_t   behind_credit;      /* the first of them */
+    int       behind_attempts;    /* what it holds of it (0: nothing) */
+} mc_db_identity_t;
+
+/* 0, or -1 (logged) if the database cannot be asked; n claims */
+int mc_db_identity(mc_db_t *db, const int64_t *credits, const int *attempts,
+    int n, mc_db_identity_t *id);
+
+/* every pending credit to unknown, a case: the count, or -1 */
+int mc_db_rewound(mc_db_t *db, const char *worker, int lease,
+    json_t *detail);
+
+
 #endif /* MC_DB_H */

@@ -52,6 +52,7 @@ static void mc_worker_call(mc_worker_t *w, mc_worker_server_t *s,
 static mc_mt5_rc_e mc_worker_group(mc_worker_t *w, mc_worker_server_t *s,
     const char *name, mc_mt5_group_t *group, int *retcode);
 static int64_t mc_worker_pow10(int n);
+static int mc_worker_db_trusted(mc_worker_t *w);
 
 
 int64_t
@@ -77,6 +78,7 @@ mc_worker_init(mc_worker_t *w, mc_config_t *cfg, volatile int *stop)
     w->alert.command = cfg->alert_command;
     w->alert.url = cfg->alert_url;
     w->alert.worker = cfg->worker_name;
+    mc_rewind_init(&w->rewind, cfg->state_dir, cfg->worker_name);
 
     w->db = mc_db_open(cfg->database);
     w->wake = mc_wake_new(cfg->redis, cfg->redis_key);
@@ -267,6 +269,11 @@ mc_worker_drain(mc_worker_t *w)
                 break;
             }
 
+            /* a database met for the first time is checked first */
+            if (!mc_worker_db_trusted(w)) {
+                break;
+            }
+
             /*
              * The lease is measured from before the claim was asked for:
              * the local deadline then falls before the database's.
@@ -394,6 +401,13 @@ mc_worker_process(mc_worker_t *w, mc_work_item_t *it, int64_t deadline)
            ": claimed, attempt %d, %s %" PRId64 " %s (minor units)",
            it->id, it->reference, it->server, it->login, it->attempts,
            it->direction, it->amount_minor, it->currency);
+
+    /* kept outside the database before anything can be sent for it */
+    if (mc_rewind_claimed(&w->rewind, it->id, it->attempts) != 0) {
+        mc_worker_release(w, it, "the claim could not be kept outside the "
+                          "database");
+        return 0;
+    }
 
     s = mc_worker_server(w, it->server);
 
@@ -594,7 +608,12 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
     /* the next claim travels while MT5 works on this call */
     mc_worker_settle(w);
 
-    if (!*w->stop && !w->have_next) {
+    /* only on the connection checked: a reconnect is checked first */
+    if (!*w->stop && !w->have_next
+        && mc_db_conn(w->db) != NULL
+        && PQstatus(mc_db_conn(w->db)) == CONNECTION_OK
+        && w->rewind_checked == mc_db_generation(w->db) + 1)
+    {
         n = mc_worker_servers(w, names, MC_CONFIG_MAX_SERVERS);
         w->claim_t0 = mc_worker_now_ms();
 
@@ -809,6 +828,37 @@ mc_worker_pow10(int n)
 }
 
 
+/*
+ * Whether claims may be made on this connection: the database it reaches
+ * holds what this host saw committed (mc_rewind.c), checked once per
+ * connection and at every round.  A database that went back in time has
+ * had its pending credits marked for lookup by then.
+ */
+static int
+mc_worker_db_trusted(mc_worker_t *w)
+{
+    mc_rewind_rc_e  rc;
+
+    if (mc_db_ready(w->db) != 0) {
+        return 0;
+    }
+
+    if (w->rewind_checked == mc_db_generation(w->db) + 1) {
+        return 1;
+    }
+
+    rc = mc_rewind_check(&w->rewind, w->db, w->cfg->worker_name,
+                         w->cfg->lease, &w->alert);
+
+    if (rc == MC_REWIND_OK || rc == MC_REWIND_HANDLED) {
+        w->rewind_checked = mc_db_generation(w->db) + 1;
+        return 1;
+    }
+
+    return 0;
+}
+
+
 int
 mc_worker_run(mc_worker_t *w, int once)
 {
@@ -840,6 +890,8 @@ mc_worker_run(mc_worker_t *w, int once)
             next_resolve = now + w->cfg->resolve_interval * 1000LL;
         }
 
+        /* every round compares again: a restore need not reconnect us */
+        w->rewind_checked = 0;
         (void) mc_worker_drain(w);
 
         if (once) {

@@ -19,6 +19,7 @@
 #include "mc_config.h"
 #include "mc_db.h"
 #include "mc_mt5.h"
+#include "mc_rewind.h"
 #include "mc_wake.h"
 
 
@@ -51,6 +52,8 @@ typedef struct {
     mc_worker_server_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;
     unsigned long        db_generation;  /* slots were taken on this one */
+    unsigned long        rewind_checked; /* mc_rewind_check()ed, + 1 */
+    mc_rewind_t          rewind;         /* claims kept outside the db */
     volatile int        *stop;
 
     /*

@@ -36,8 +36,12 @@ sub config {
         sweep_interval   => 1,
         server_backoff   => 1,
         log_level        => 'info',
+        # one host's workers keep their claims here (a restore test
+        # brings back the database, never this)
+        state_dir        => $sb->dir . '/worker-state',
         %opt,
     );
+    mkdir $main{state_dir};
     $main{redis} = '127.0.0.1:' . $sb->redis_port
         if $sb->redis_port && !exists $opt{redis};
     delete $main{redis} if defined $main{redis} && $main{redis} eq '';

@@ -1,0 +1,324 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * A worker's file, <state_dir>/worker-<name>.state, is one line:
+ *
+ *   <system identifier> <timeline> <credit id> <attempts>
+ *
+ * the database it works on and its last claim.  The claim is written, and
+ * fsync'ed, before the claim's balance call may leave: if the call was
+ * made, the file says so.  A database that then holds an older attempt of
+ * that credit (or no such credit: identities are reused after a restore)
+ * lost a claim whose deal MT5 may have: it went back in time.  Every
+ * worker checks every file, so a worker that never comes back is still
+ * covered.  A new timeline that still holds every claim lost nothing seen
+ * here, and is logged; another system identifier is another database, and
+ * nothing is claimed until a person removes the files.
+ *
+ * Files are replaced by rename; the check holds "<state_dir>/.lock".
+ */
+
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "mc_log.h"
+#include "mc_rewind.h"
+
+
+#define MC_REWIND_FILES_MAX  256
+
+
+typedef struct {
+    char     path[768];
+    char     system_identifier[32];
+    int      timeline;
+    int64_t  credit;
+    int      attempts;
+} mc_rewind_fact_t;
+
+
+static int mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts,
+    int max);
+static int mc_rewind_write(const char *path, const char *sysid, int timeline,
+    int64_t credit, int attempts);
+static int mc_rewind_realign(mc_db_t *db, mc_rewind_fact_t *facts, int n,
+    const mc_db_identity_t *id);
+
+
+void
+mc_rewind_init(mc_rewind_t *r, const char *dir, const char *worker)
+{
+    char    name[160];
+    size_t  i;
+
+    memset(r, 0, sizeof(*r));
+    snprintf(r->dir, sizeof(r->dir), "%s", dir);
+
+    /* the worker's name as a file name: host:pid becomes host_pid */
+    snprintf(name, sizeof(name), "%s", worker);
+    for (i = 0; name[i] != '\0'; i++) {
+        if (!isalnum((unsigned char) name[i]) && name[i] != '.'
+            && name[i] != '-')
+        {
+            name[i] = '_';
+        }
+    }
+
+    snprintf(r->file, sizeof(r->file), "%s/worker-%s.state", r->dir, name);
+}
+
+
+mc_rewind_rc_e
+mc_rewind_check(mc_rewind_t *r, mc_db_t *db, const char *worker, int lease,
+    const mc_alert_config_t *alert)
+{
+    int                 fd, i, n, marked;
+    int                 attempts[MC_REWIND_FILES_MAX];
+    char                lock[600];
+    int64_t             credits[MC_REWIND_FILES_MAX];
+    mc_rewind_rc_e      rc;
+    mc_db_identity_t    id;
+    mc_rewind_fact_t   *facts;
+
+    snprintf(lock, sizeof(lock), "%s/.lock", r->dir);
+
+    fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+        mc_log(MC_LOG_ERROR, "state %s: %s; nothing is claimed until the "
+               "workers' claims can be kept", lock, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return MC_REWIND_ERROR;
+    }
+
+    rc = MC_REWIND_ERROR;
+    facts = calloc(MC_REWIND_FILES_MAX, sizeof(mc_rewind_fact_t));
+
+    n = facts != NULL ? mc_rewind_read_all(r, facts, MC_REWIND_FILES_MAX)
+                      : -1;
+    if (n < 0) {
+        goto done;
+    }
+
+    for (i = 0; i < n; i++) {
+        credits[i] = facts[i].credit;
+        attempts[i] = facts[i].attempts;
+    }
+
+    if (mc_db_identity(db, credits, attempts, n, &id) != 0) {
+        goto done;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (strcmp(facts[i].system_identifier, id.system_identifier) != 0) {
+            mc_alert(alert, "database_changed", 0, "the database is not "
+                     "the one %s was kept for (system identifier %s, now "
+                     "%s): nothing is claimed; if this is intended, remove "
+                     "the worker-*.state files of %s", facts[i].path,
+                     facts[i].system_identifier, id.system_identifier,
+                     r->dir);
+            rc = MC_REWIND_STOP;
+            goto done;
+        }
+    }
+
+    rc = MC_REWIND_OK;
+
+    if (id.behind > 0) {
+        marked = mc_db_rewound(db, worker, lease,
+                               json_pack("{s:s, s:i, s:i, s:I, s:i}",
+                                         "system_identifier",
+                                         id.system_identifier,
+                                         "timeline", id.timeline,
+                                         "claims_lost", id.behind,
+                                         "first_credit",
+                                         (json_int_t) id.behind_credit,
+                                         "its_attempts_now",
+                                         id.behind_attempts));
+        if (marked < 0 || mc_rewind_realign(db, facts, n, &id) != 0) {
+            rc = MC_REWIND_ERROR;
+            goto done;
+        }
+
+        mc_alert(alert, "database_rewound", id.behind_credit, "the database "
+                 "went back in time: %d claim%s kept outside it %s not "
+                 "there (credit %" PRId64 " is at attempt %d; timeline %d); "
+                 "%d pending credits are looked up before any call",
+                 id.behind, id.behind == 1 ? "" : "s",
+                 id.behind == 1 ? "is" : "are", id.behind_credit,
+                 id.behind_attempts, id.timeline, marked);
+        rc = MC_REWIND_HANDLED;
+    }
+
+    for (i = 0; i < n && rc == MC_REWIND_OK; i++) {
+        if (facts[i].timeline != id.timeline) {
+            mc_log(MC_LOG_WARN, "database timeline %d -> %d (a failover or "
+                   "a restore) with every claim kept here still in it",
+                   facts[i].timeline, id.timeline);
+            break;
+        }
+    }
+
+    snprintf(r->system_identifier, sizeof(r->system_identifier), "%s",
+             id.system_identifier);
+    r->timeline = id.timeline;
+
+done:
+
+    free(facts);
+    flock(fd, LOCK_UN);
+    close(fd);
+
+    return rc;
+}
+
+
+int
+mc_rewind_claimed(mc_rewind_t *r, int64_t credit, int attempts)
+{
+    if (r->system_identifier[0] == '\0') {
+        mc_log(MC_LOG_ERROR, "credit=%" PRId64 ": the database was not "
+               "checked; the claim is not acted on", credit);
+        return -1;
+    }
+
+    return mc_rewind_write(r->file, r->system_identifier, r->timeline,
+                           credit, attempts);
+}
+
+
+/* every worker-*.state of the directory: how many, or -1 (logged) */
+static int
+mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts, int max)
+{
+    int             n, got;
+    DIR            *d;
+    FILE           *f;
+    size_t          len;
+    struct dirent  *e;
+
+    d = opendir(r->dir);
+    if (d == NULL) {
+        mc_log(MC_LOG_ERROR, "state %s: %s", r->dir, strerror(errno));
+        return -1;
+    }
+
+    n = 0;
+
+    while ((e = readdir(d)) != NULL) {
+        len = strlen(e->d_name);
+
+        if (strncmp(e->d_name, "worker-", 7) != 0 || len < 13
+            || strcmp(e->d_name + len - 6, ".state") != 0)
+        {
+            continue;
+        }
+
+        if (n == max) {
+            mc_log(MC_LOG_ERROR, "state %s: more than %d worker files; "
+                   "remove those of workers long gone", r->dir, max);
+            closedir(d);
+            return -1;
+        }
+
+        snprintf(facts[n].path, sizeof(facts[n].path), "%s/%s", r->dir,
+                 e->d_name);
+
+        f = fopen(facts[n].path, "re");
+        got = f != NULL
+              ? fscanf(f, "%31s %d %" SCNd64 " %d",
+                       facts[n].system_identifier, &facts[n].timeline,
+                       &facts[n].credit, &facts[n].attempts)
+              : -1;
+        if (f != NULL) {
+            fclose(f);
+        }
+
+        if (got != 4) {
+            mc_log(MC_LOG_ERROR, "state %s: not \"<system identifier> "
+                   "<timeline> <credit> <attempts>\"; nothing is claimed "
+                   "until a person fixes or removes it", facts[n].path);
+            closedir(d);
+            return -1;
+        }
+
+        n++;
+    }
+
+    closedir(d);
+
+    return n;
+}
+
+
+static int
+mc_rewind_write(const char *path, const char *sysid, int timeline,
+    int64_t credit, int attempts)
+{
+    int    ok;
+    char   tmp[800];
+    FILE  *f;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+
+    f = fopen(tmp, "we");
+    if (f == NULL) {
+        mc_log(MC_LOG_ERROR, "state %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+
+    ok = fprintf(f, "%s %d %" PRId64 " %d\n", sysid, timeline, credit,
+                 attempts) > 0;
+    ok = fflush(f) == 0 && ok;
+    ok = fsync(fileno(f)) == 0 && ok;
+    ok = fclose(f) == 0 && ok;
+
+    if (!ok || rename(tmp, path) != 0) {
+        mc_log(MC_LOG_ERROR, "state %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* after a rewind was handled: each file says what the database holds */
+static int
+mc_rewind_realign(mc_db_t *db, mc_rewind_fact_t *facts, int n,
+    const mc_db_identity_t *id)
+{
+    int               i;
+    mc_db_identity_t  one;
+
+    for (i = 0; i < n; i++) {
+        if (mc_db_identity(db, &facts[i].credit, &facts[i].attempts, 1,
+                           &one) != 0)
+        {
+            return -1;
+        }
+
+        if (one.behind == 0) {
+            continue;
+        }
+
+        if (mc_rewind_write(facts[i].path, id->system_identifier,
+                            id->timeline, facts[i].credit,
+                            one.behind_attempts) != 0)
+        {
+            return -1;
+        }
+    }
+
+    return 0;
+}

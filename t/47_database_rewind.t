@@ -1,0 +1,108 @@
+#!/usr/bin/perl
+#
+# The database goes back in time: a failover under asynchronous
+# replication, a restore from a backup or a snapshot.  Credits whose
+# deals MT5 made are pending again in it.  Reproduced before: 5 credits
+# made, the database brought back to a snapshot taken while they were
+# pending, and the worker claimed each again as attempt 1 and sent
+# trade/balance with no lookup: 10 deals.  With a snapshot taken after
+# ingest, the worker crediting, then the snapshot brought back, this
+# makes impossible:
+#   - a second deal for any of them, whether the snapshot comes back as a
+#     plain copy (same timeline) or as a failover would (promoted: a new
+#     timeline)
+#   - a credit of the lost timeline ending anything but done with its
+#     original ticket, found by its reference
+#   - the rewind going unnoticed by a person: a critical case
+
+use strict;
+use warnings;
+
+use Test::More;
+use Time::HiRes qw(sleep);
+
+use lib 't/lib';
+use Mt5Credit::Stack;
+use Mt5Credit::Worker;
+
+my $st = Mt5Credit::Stack->new;
+my $sb = $st->sb;
+my $PGBIN = $Mt5Credit::Sandbox::PGBIN;
+my $data = $sb->dir . '/pg';
+
+my %fast = (call_timeout => 1, lease => 8, settle_margin => 1);
+$st->account(login => 70001);
+
+sub cp_tree {
+    my ($from, $to) = @_;
+    system('rm', '-rf', $to) == 0 or die;
+    system('cp', '-a', $from, $to) == 0 or die "cp $from $to";
+}
+
+sub scenario {
+    my ($what, $promote) = @_;
+
+    my @ids = map { $st->pay(login => 70001, amount => 1000 * $_ + 7) } 1 .. 5;
+
+    # the snapshot, taken while they are pending
+    $sb->stop_postgres;
+    cp_tree($data, "$data-snapshot");
+    $sb->start_postgres;
+
+    $st->start_worker('w1', %fast);
+    ok(Mt5Credit::Worker::wait_for(sub {
+           !grep { $st->status_of($_) ne 'done' } @ids }, 60),
+       "$what: the worker credits all five");
+    my %ticket = map { $_ => $st->credit($_)->{ticket} } @ids;
+    $st->stop_worker('w1');
+
+    # the database comes back as it was in the snapshot
+    $sb->stop_postgres;
+    cp_tree("$data-snapshot", $data);
+    if ($promote) {
+        open my $fh, '>', "$data/standby.signal" or die;
+        close $fh;
+    }
+    $sb->start_postgres;
+    if ($promote) {
+        Mt5Credit::Sandbox::run_cmd("$PGBIN/pg_ctl", '-D', $data, '-w',
+                                    'promote');
+        $sb->psql('CHECKPOINT');
+        is($sb->sql1('SELECT timeline_id FROM pg_control_checkpoint()') > 1
+           ? 'new' : 'same', 'new', "$what: the database is on a new timeline");
+    }
+    is(scalar(grep { $st->status_of($_) eq 'pending' } @ids), 5,
+       "$what: the database holds all five as pending again");
+
+    $st->start_worker('w1', %fast);
+    ok(Mt5Credit::Worker::wait_for(sub {
+           !grep { $st->status_of($_) ne 'done' } @ids }, 60),
+       "$what: all five end done");
+    is(join(' ', map { scalar @{ $st->deals_with("dep:$_") } } @ids),
+       '1 1 1 1 1', "$what: one deal each, never a second");
+    is(join(' ', map { $st->credit($_)->{ticket} } @ids),
+       join(' ', map { $ticket{$_} } @ids),
+       "$what: each with its original ticket, found by its reference");
+    like(join(' ', @{ $st->history_of($ids[0]) }), qr/pending>unknown/,
+         "$what: looked up before any call (pending > unknown)");
+    like(Mt5Credit::Worker::log_of($sb, 'w1'),
+         qr/ALERT.*database_rewound.*went back in time/,
+         "$what: a person is alerted");
+    $st->stop_worker('w1');
+}
+
+scenario('a plain copy of the snapshot', 0);
+my $cases = $sb->sql1("SELECT count(*) || ' ' || min(severity) FROM "
+                      . "mt5credit.case WHERE kind = 'database_rewound'");
+is($cases, '1 critical', 'a critical database_rewound case');
+
+scenario('the snapshot promoted, as a failover', 1);
+
+# nothing lost, nothing to do: a worker restarted on the same database
+$st->start_worker('w1', %fast);
+my $id = $st->pay(login => 70001, amount => 4321);
+ok($st->wait_status($id, 'done'), 'after it all, a new deposit is credited');
+unlike(join(' ', @{ $st->history_of($id) }), qr/unknown/,
+       '... directly, with no lookup: an unchanged database is trusted');
+
+done_testing();
