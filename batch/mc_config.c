@@ -95,6 +95,9 @@ static const mc_key_t  mc_main_keys[] = {
       "at most the server's sessions (2)" },
     { "recon_out", MC_KEY_STR, MC_MAIN(recon_out), 0, 0,
       "reconcile: directory for the CSV and HTML reports (.)" },
+    { "query_database", MC_KEY_STR, MC_MAIN(query_database), 0, 0,
+      "poll-provider: libpq conninfo, log in as a member of mt5credit_query "
+      "(default: database)" },
     { "provider_api_url", MC_KEY_STR, MC_MAIN(provider_api_url), 0, 0,
       "poll-provider: the provider's API (https://api.stripe.com)" },
     { "provider_api_key_file", MC_KEY_STR, MC_MAIN(provider_api_key_file),

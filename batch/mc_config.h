@@ -63,6 +63,7 @@ typedef struct {
     int                  recon_deal_grace; /* s of deals after the day */
     int                  recon_sessions;   /* per server, parallel fetch */
     char                 recon_out[512];   /* report directory */
+    char                 query_database[1024]; /* "": database */
     char                 provider_api_url[512];      /* poll-provider */
     char                 provider_api_key_file[512];
     int                  query_min_age;    /* s before a deposit is asked */

@@ -63,7 +63,8 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         return 2;
     }
 
-    q.conn = mc_pgconn_connect(cfg->database);
+    q.conn = mc_pgconn_connect(cfg->query_database[0] != '\0'
+                               ? cfg->query_database : cfg->database);
 
     if (PQstatus(q.conn) != CONNECTION_OK) {
         fprintf(stderr, "mt5credit: poll-provider: %s",

@@ -11,7 +11,8 @@
 #   - a timeout, an HTTP error or an answer about another session changing
 #     anything but the query's schedule
 #   - an unpaid or expired session crediting anything
-#   - an answer (from anyone holding the worker's credentials) about
+#   - the worker's role feeding answers at all (the query has its own);
+#     an answer (from anyone holding the query's credentials) about
 #     another deposit, session, amount or currency crediting anything: it
 #     is refused, with a critical case
 #   - a deposit being asked about forever: after the attempts it is left to
@@ -248,7 +249,13 @@ is(scalar(() = do { open my $l, '<', "$state.log"; grep { / 0$/ } <$l> }), 0,
                 . "mt5credit.deposit d ON d.id = c.deposit_id WHERE "
                 . "d.reference IN ('$asked', '$other')";
 
-    # the worker role's credentials, and invented bytes naming the other
+    # the worker makes deals; it may not say what the provider answered
+    like($sb->psql("SELECT mt5credit.query_answered('stripe', $asked_id, "
+                   . "'checkout.session.completed', '\\x7b7d')",
+                   user => 'worker', may_fail => 1), qr/permission denied/,
+         'the worker role cannot call query_answered() at all (031)');
+
+    # the query role's own credentials, and invented bytes naming the other
     my %forged = (
         'another deposit' => { id => $cs_asked, client_reference_id => $other,
                                amount_total => 5000, currency => 'usd' },
@@ -269,7 +276,7 @@ is(scalar(() = do { open my $l, '<', "$state.log"; grep { / 0$/ } <$l> }), 0,
         (my $lit = $bytes) =~ s/'/''/g;
         is($sb->sql1("SELECT mt5credit.query_answered('stripe', $asked_id, "
                      . "'checkout.session.completed', convert_to('$lit', "
-                     . "'UTF8'))", user => 'worker'), 'refused',
+                     . "'UTF8'))", user => 'query'), 'refused',
            "an answer naming $what is refused");
     }
     is($sb->sql1($credits), 0, '... and no credit was made, for either deposit');

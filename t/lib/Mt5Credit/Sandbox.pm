@@ -172,6 +172,7 @@ CREATE ROLE edge LOGIN IN ROLE mt5credit_ingest;
 CREATE ROLE portal LOGIN IN ROLE mt5credit_portal;
 CREATE ROLE worker LOGIN IN ROLE mt5credit_worker;
 CREATE ROLE recon LOGIN IN ROLE mt5credit_recon;
+CREATE ROLE query LOGIN IN ROLE mt5credit_query;
 CREATE ROLE ops_alice LOGIN IN ROLE mt5credit_operator;
 CREATE ROLE ops_bob LOGIN IN ROLE mt5credit_operator;
 SQL

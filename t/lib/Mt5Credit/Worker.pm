@@ -24,6 +24,9 @@ sub config {
     my %main = (
         database         => '"host=127.0.0.1 port=' . $sb->pg_port
                             . ' dbname=mt5credit user=worker"',
+        # poll-provider logs in as the query's own role (030)
+        query_database   => '"host=127.0.0.1 port=' . $sb->pg_port
+                            . ' dbname=mt5credit user=query"',
         worker_name      => $name,
         poll_interval    => 1,
         lease            => 20,
