@@ -73,6 +73,8 @@ mc_cases_usage(FILE *f)
 "        requeue_credit     a failed credit back to pending\n"
 "        correcting_credit  a new credit of AMOUNT (the credit's currency)\n"
 "        correcting_debit   a new debit of AMOUNT\n"
+"        settle_failed      an unknown credit that has no deal, settled as\n"
+"                           failed (--evidence required: what was checked)\n"
 "  approve PROPOSAL [--note TEXT]   (not by the proposer)\n"
 "  reject PROPOSAL [--note TEXT]    (not by the proposer)\n"
 "  withdraw PROPOSAL [--note TEXT]  (the proposer only)\n"

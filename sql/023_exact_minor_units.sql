@@ -14,7 +14,8 @@
 --
 -- Re-declared (CREATE OR REPLACE: migrations are immutable once applied);
 -- this file holds the current definition of case_propose().  What is new
--- in it: the call of major_to_minor() and the refusal marked 023.
+-- in it: the call of major_to_minor(), the refusal marked 023, and the
+-- settle_failed action of 032 (an unknown credit, on evidence).
 --
 
 -- p_amount (major units) in minor units of p_currency, exactly; NULL for
@@ -56,6 +57,19 @@ BEGIN
         RAISE EXCEPTION 'case %: which credit? none given and none on the '
                         'case', p_case USING ERRCODE = 'MC048';
     END IF;
+    IF p_action = 'settle_failed' THEN
+        -- 032: an unknown credit settled as failed, on evidence
+        IF v_cr.status <> 'unknown' THEN
+            RAISE EXCEPTION 'credit % is %: only an unknown credit is '
+                            'settled', v_cr.id, v_cr.status
+                USING ERRCODE = 'MC048';
+        END IF;
+        IF jsonb_array_length(coalesce(p_evidence, '[]')) = 0 THEN
+            RAISE EXCEPTION 'settling credit % as failed needs evidence that '
+                            'it has no deal (--evidence)', v_cr.id
+                USING ERRCODE = 'MC048';
+        END IF;
+    END IF;
     IF p_action = 'requeue_credit' AND v_cr.status <> 'failed' THEN
         RAISE EXCEPTION 'credit % is %: only a failed credit can be '
                         're-queued', v_cr.id, v_cr.status
@@ -63,12 +77,14 @@ BEGIN
     END IF;
     -- a correction is claimed only once the credit it adjusts is done:
     -- proposed for one that is not, it would wait for ever (023)
-    IF p_action <> 'requeue_credit' AND v_cr.status <> 'done' THEN
+    IF p_action IN ('correcting_credit', 'correcting_debit')
+       AND v_cr.status <> 'done'
+    THEN
         RAISE EXCEPTION 'credit % is %: a correction adjusts a done credit; '
                         'settle this one first', v_cr.id, v_cr.status
             USING ERRCODE = 'MC048';
     END IF;
-    IF p_action <> 'requeue_credit' THEN
+    IF p_action IN ('correcting_credit', 'correcting_debit') THEN
         -- major units, exactly: 12.345 USD is refused, not rounded
         IF p_amount IS NULL OR p_amount !~ '^[0-9]{1,15}(\.[0-9]{1,8})?$'
         THEN
@@ -89,7 +105,8 @@ BEGIN
                                 currency, note, evidence, proposed_by)
     VALUES (p_case, p_action, v_cr.id,
             v_amount_minor,
-            CASE WHEN p_action <> 'requeue_credit' THEN v_cr.currency END,
+            CASE WHEN p_action IN ('correcting_credit', 'correcting_debit')
+                 THEN v_cr.currency END,
             p_note, coalesce(p_evidence, '[]'), session_user)
     RETURNING id INTO v_id;
 

@@ -14,7 +14,9 @@
 #   - an answer about another login being taken for an answer
 #   - a partial, empty or miscounted deal list read as "no deal"
 #   - a "no answer" case left open once MT5 answered and the credit is done
-#   - a reference found with another amount settled automatically
+#   - a reference found with another amount settled automatically, or
+#     such a credit stuck unknown and alerting for ever: two people settle
+#     it as failed, on evidence, and it is never looked up again
 #   - a debit the account cannot take, or a credit in another currency
 #     than the account's, being sent to MT5
 #   - two workers making two calls for one credit
@@ -238,6 +240,32 @@ for my $kind (qw(partial_page empty_page bad_total)) {
     is($st->status_of($id), 'unknown', 'the credit stays unknown');
     is(scalar @{ $st->deals_with("dep:$id") }, 1,
        'and no second deal was made to "fix" it');
+
+    # two people settle it: its own deal was never made (032)
+    my $case = $sb->sql1("SELECT id FROM mt5credit.case WHERE credit_id = "
+                         . "$id AND kind = 'deal_conflict'");
+    my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'cases', '--database',
+        "$db user=ops_alice", 'propose', $case, '--action', 'settle_failed',
+        '--note', 'the 1.00 deal was booked by hand; ours never ran');
+    isnt($rc, 0, 'settling an unknown credit as failed needs evidence');
+    ($rc, $out) = Mt5Credit::Worker::run($sb, 'cases', '--database',
+        "$db user=ops_alice", 'propose', $case, '--action', 'settle_failed',
+        '--note', 'the 1.00 deal was booked by hand; ours never ran',
+        '--evidence', "MT5 deals of 70001 for dep:$id: one, 1.00, by a dealer");
+    my ($proposal) = $out =~ /proposal (\d+) made/;
+    ok($proposal, '... with evidence, proposed') or diag $out;
+    is($st->status_of($id), 'unknown', '... nothing moves on one person');
+    ($rc, $out) = Mt5Credit::Worker::run($sb, 'cases', '--database',
+        "$db user=ops_bob", 'approve', $proposal);
+    is($rc, 0, 'another person approves') or diag $out;
+    is($st->status_of($id), 'failed', '... the credit is failed');
+
+    my $alerts = () = $st->worker_log('w1') =~ /ALERT.*dep:$id\b/g;
+    sleep 5;     # several resolve_retry periods
+    is(scalar(() = $st->worker_log('w1') =~ /ALERT.*dep:$id\b/g), $alerts,
+       '... and never looked up or alerted again');
+    is(scalar @{ $st->deals_with("dep:$id") }, 1, '... no deal was made');
 }
 
 # --- checks before the call -----------------------------------------------------------
