@@ -18,6 +18,7 @@ use warnings;
 
 use Test::More;
 use Time::HiRes qw(sleep);
+use Time::Local ();
 
 use lib 't/lib';
 use Mt5Credit::Stack;
@@ -77,20 +78,34 @@ $sim->set_offset($WINTER);
 
 # --- a worker host 20 minutes slow --------------------------------------------
 
+# libfaketime preloaded into the worker itself (not the faketime wrapper:
+# the process the sandbox stops must be the worker, or it outlives the test)
+my $FAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
+
 SKIP: {
-    skip 'faketime is not installed', 6 unless -x '/usr/bin/faketime';
+    skip 'libfaketime is not installed', 7 unless -e $FAKETIME;
 
     # its clock is off, so is its view of the certificate's validity: this
     # worker does not verify TLS (logged), the point here is the window
     my $conf = Mt5Credit::Worker::config($sb, 'slow',
         servers => [ [ 'live1', $sim, tls_verify => 'off' ] ], %fast);
     {
+        local $ENV{LD_PRELOAD} = $FAKETIME;
+        local $ENV{FAKETIME} = '-20m';
         local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = 1;
-        $sb->spawn('worker-slow', '/usr/bin/faketime', '-f', '-20m',
-                   $Mt5Credit::Worker::BIN, 'work', '-c', $conf);
+        $sb->spawn('worker-slow', $Mt5Credit::Worker::BIN, 'work',
+                   '-c', $conf);
     }
 
     scenario('a worker host 20 min slow', 7100, sub { });
+
+    # its log lines carry its own clock: 20 minutes behind
+    my ($y, $mo, $d, $h, $mi, $se) = Mt5Credit::Worker::log_of($sb, 'slow')
+        =~ /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)/m;
+    my $behind = defined $se
+        ? time - Time::Local::timegm($se, $mi, $h, $d, $mo - 1, $y) : 0;
+    ok($behind > 1100 && $behind < 1500,
+       "... its clock was really slow ($behind s behind at its first line)");
 }
 
 done_testing();
