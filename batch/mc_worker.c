@@ -53,6 +53,7 @@ static mc_mt5_rc_e mc_worker_group(mc_worker_t *w, mc_worker_server_t *s,
     const char *name, mc_mt5_group_t *group, int *retcode);
 static int64_t mc_worker_pow10(int n);
 static int mc_worker_db_trusted(mc_worker_t *w);
+static int mc_worker_db_checked(mc_worker_t *w);
 
 
 int64_t
@@ -609,11 +610,7 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
     mc_worker_settle(w);
 
     /* only on the connection checked: a reconnect is checked first */
-    if (!*w->stop && !w->have_next
-        && mc_db_conn(w->db) != NULL
-        && PQstatus(mc_db_conn(w->db)) == CONNECTION_OK
-        && w->rewind_checked == mc_db_generation(w->db) + 1)
-    {
+    if (!*w->stop && !w->have_next && mc_worker_db_checked(w)) {
         n = mc_worker_servers(w, names, MC_CONFIG_MAX_SERVERS);
         w->claim_t0 = mc_worker_now_ms();
 
@@ -843,7 +840,7 @@ mc_worker_db_trusted(mc_worker_t *w)
         return 0;
     }
 
-    if (w->rewind_checked == mc_db_generation(w->db) + 1) {
+    if (mc_worker_db_checked(w)) {
         return 1;
     }
 
@@ -856,6 +853,19 @@ mc_worker_db_trusted(mc_worker_t *w)
     }
 
     return 0;
+}
+
+
+/* the connection is up and the one this round's check was made on */
+static int
+mc_worker_db_checked(mc_worker_t *w)
+{
+    PGconn  *conn;
+
+    conn = mc_db_conn(w->db);
+
+    return conn != NULL && PQstatus(conn) == CONNECTION_OK
+           && w->rewind_checked == mc_db_generation(w->db) + 1;
 }
 
 
