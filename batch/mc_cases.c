@@ -29,6 +29,7 @@ typedef struct {
     const char  *action;
     const char  *credit;
     const char  *amount;
+    const char  *ticket;
     const char  *evidence[MC_CASES_EVIDENCE_MAX];
     int          nevidence;
 } mc_cases_opts_t;
@@ -67,14 +68,17 @@ mc_cases_usage(FILE *f)
 "  resolve ID --resolution R --note TEXT [--evidence E]...\n"
 "        R: corrected, accepted, false_positive, duplicate, provider_fixed,\n"
 "        written_off, not_money\n"
-"  propose ID --action A [--credit N] [--amount 12.50] --note TEXT\n"
-"        [--evidence E]...\n"
+"  propose ID --action A [--credit N] [--amount 12.50] [--ticket T]\n"
+"        --note TEXT [--evidence E]...\n"
 "        money moves only when another person approves; A:\n"
 "        requeue_credit     a failed credit back to pending\n"
 "        correcting_credit  a new credit of AMOUNT (the credit's currency)\n"
 "        correcting_debit   a new debit of AMOUNT\n"
 "        settle_failed      an unknown credit that has no deal, settled as\n"
 "                           failed (--evidence required: what was checked)\n"
+"        settle_done        an unknown credit whose own deal is ticket T,\n"
+"                           settled as done once the worker has checked T\n"
+"                           in MT5 (--evidence required: where T was seen)\n"
 "  approve PROPOSAL [--note TEXT]   (not by the proposer)\n"
 "  reject PROPOSAL [--note TEXT]    (not by the proposer)\n"
 "  withdraw PROPOSAL [--note TEXT]  (the proposer only)\n"
@@ -168,6 +172,16 @@ mc_cases_main(int argc, char **argv, const char *conninfo)
         rc = mc_cases_call(conn, "SELECT mt5credit.case_resolve($1, $2, $3, "
                            "$4)", 4, p, "resolved");
 
+    } else if (strcmp(action, "propose") == 0
+               && o.action != NULL && strcmp(o.action, "settle_done") == 0)
+    {
+        p[0] = id; p[1] = o.credit; p[2] = o.ticket; p[3] = o.note;
+        p[4] = evidence;
+        rc = mc_cases_call(conn, "SELECT 'proposal ' || mt5credit."
+                           "case_propose_settle_done($1, $2, $3, $4, $5) || "
+                           "' made; another person must approve it, then "
+                           "the worker checks the deal in MT5'", 5, p, NULL);
+
     } else if (strcmp(action, "propose") == 0) {
         p[0] = id; p[1] = o.action; p[2] = o.credit; p[3] = o.amount;
         p[4] = o.note; p[5] = evidence;
@@ -212,6 +226,7 @@ mc_cases_parse(int argc, char **argv, mc_cases_opts_t *o)
         { "action", required_argument, NULL, 'A' },
         { "credit", required_argument, NULL, 'C' },
         { "amount", required_argument, NULL, 'm' },
+        { "ticket", required_argument, NULL, 'T' },
         { "evidence", required_argument, NULL, 'e' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
@@ -232,6 +247,7 @@ mc_cases_parse(int argc, char **argv, mc_cases_opts_t *o)
         case 'A': o->action = optarg; break;
         case 'C': o->credit = optarg; break;
         case 'm': o->amount = optarg; break;
+        case 'T': o->ticket = optarg; break;
 
         case 'e':
             if (o->nevidence == MC_CASES_EVIDENCE_MAX) {

@@ -25,7 +25,8 @@ struct mc_db_s {
     "id, attempts, kind, direction, reference, mt5_server, mt5_login, "      \
     "amount_minor, currency, currency_digits, client_id, owner_ok, "         \
     "extract(epoch FROM created_at)::bigint, "                               \
-    "extract(epoch FROM claimed_at)::bigint, coalesce(lease_ms_left, 0)"
+    "extract(epoch FROM claimed_at)::bigint, coalesce(lease_ms_left, 0), "  \
+    "coalesce(settle_ticket, 0)"
 
 
 static PGresult *mc_db_exec(mc_db_t *db, const char *sql, int n,
@@ -196,6 +197,7 @@ mc_db_item(PGresult *res, int row, mc_work_item_t *w)
     w->created_at = strtoll(PQgetvalue(res, row, 12), NULL, 10);
     w->claimed_at = strtoll(PQgetvalue(res, row, 13), NULL, 10);
     w->lease_ms_left = strtoll(PQgetvalue(res, row, 14), NULL, 10);
+    w->settle_ticket = strtoull(PQgetvalue(res, row, 15), NULL, 10);
 }
 
 
@@ -591,7 +593,7 @@ mc_db_resolve_claim(mc_db_t *db, const char *const *servers, int nservers,
 
         for (i = 0; i < rows; i++) {
             mc_db_item(res, i, &(*items)[i]);
-            (*items)[i].db_now = strtoll(PQgetvalue(res, i, 15), NULL, 10);
+            (*items)[i].db_now = strtoll(PQgetvalue(res, i, 16), NULL, 10);
         }
     }
 
@@ -612,6 +614,22 @@ mc_db_resolve_found(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
 
     return mc_db_move(db, "SELECT mt5credit.resolve_found($1, $2, $3, $4, "
                       "$5)", w, t, NULL, worker, detail);
+}
+
+
+/* 033: the ticket two people named, checked in MT5: recorded or refused */
+int
+mc_db_settle_verdict(mc_db_t *db, const mc_work_item_t *w, int verified,
+    const char *worker, json_t *detail)
+{
+    char  t[24];
+
+    snprintf(t, sizeof(t), "%" PRIu64, w->settle_ticket);
+
+    return mc_db_move(db, verified
+                      ? "SELECT mt5credit.settle_verified($1, $2, $3, $4, $5)"
+                      : "SELECT mt5credit.settle_refused($1, $2, $3, $4, $5)",
+                      w, t, NULL, worker, detail);
 }
 
 

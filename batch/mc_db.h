@@ -41,6 +41,9 @@ typedef struct {
     int64_t    lease_ms_left;     /* when read, by the database's clock */
     int64_t    db_now;            /* the resolver's pick: the database's
                                      clock then, unix seconds */
+    uint64_t   settle_ticket;     /* unknown only: the deal two people
+                                     named, for the worker to verify (033);
+                                     0: none */
 } mc_work_item_t;
 
 
@@ -104,6 +107,13 @@ int mc_db_resolve_claim(mc_db_t *db, const char *const *servers,
 
 int mc_db_resolve_found(mc_db_t *db, const mc_work_item_t *w,
     uint64_t ticket, const char *worker, json_t *detail);
+/*
+ * The verdict on w->settle_ticket: verified (the credit is done with it)
+ * or refused (nothing recorded, the case back to a person).  1 when
+ * recorded, 0 when the request or the credit had moved on, -1 on error.
+ */
+int mc_db_settle_verdict(mc_db_t *db, const mc_work_item_t *w, int verified,
+    const char *worker, json_t *detail);
 int mc_db_resolve_absent(mc_db_t *db, const mc_work_item_t *w,
     const char *worker, json_t *detail);
 int mc_db_resolve_unresolved(mc_db_t *db, const mc_work_item_t *w,

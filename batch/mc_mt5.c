@@ -1747,6 +1747,54 @@ mc_mt5_deal(mc_mt5_session_t *s, json_t *obj, uint64_t login,
 }
 
 
+/*
+ * deal/get?ticket=: one deal, whatever its login (the caller compares it
+ * with the credit's); the answer must be the deal asked about.
+ */
+mc_mt5_rc_e
+mc_mt5_deal_get(mc_mt5_session_t *s, uint64_t ticket, mc_mt5_deal_t *d,
+    int *retcode)
+{
+    int             dummy;
+    char            num[MC_MT5_NUM_LEN];
+    json_t         *root, *answer;
+    uint64_t        login;
+    mc_mt5_rc_e     rc;
+    mc_mt5_param_t  params[1];
+
+    if (retcode == NULL) {
+        retcode = &dummy;
+    }
+
+    memset(d, 0, sizeof(mc_mt5_deal_t));
+    snprintf(num, sizeof(num), "%" PRIu64, ticket);
+    params[0].key = "ticket"; params[0].value = num;
+
+    rc = mc_mt5_call(s, "/api/deal/get", params, 1, &root, &answer, retcode);
+    if (rc != MC_MT5_OK) {
+        return rc;
+    }
+
+    /* the login is read first and then required of the deal itself */
+    if (!json_is_object(answer)
+        || mc_mt5_get_u64(s, answer, "Login", &login) != 0
+        || mc_mt5_deal(s, answer, login, d) != 0)
+    {
+        return mc_mt5_lost(s, root);
+    }
+
+    json_decref(root);
+
+    if (d->deal != ticket) {
+        mc_mt5_fail(s, "asked for deal %" PRIu64 ", the answer is deal %"
+                    PRIu64, ticket, d->deal);
+        return mc_mt5_lost(s, NULL);
+    }
+
+    return MC_MT5_OK;
+}
+
+
 static int
 mc_mt5_ticket_cmp(const void *a, const void *b)
 {

@@ -178,6 +178,13 @@ mc_mt5_rc_e mc_mt5_deals(mc_mt5_session_t *s, uint64_t login, int64_t from,
     int64_t to, mc_mt5_deal_t **deals, size_t *n, int *retcode);
 
 /*
+ * deal/get: the one deal with this ticket, on whatever login it is (the
+ * caller checks).  MC_MT5_REJECTED with *retcode 13: no such deal.
+ */
+mc_mt5_rc_e mc_mt5_deal_get(mc_mt5_session_t *s, uint64_t ticket,
+    mc_mt5_deal_t *d, int *retcode);
+
+/*
  * user/logins?group=<group>: the logins of one group, ascending (sorted
  * here, whatever order the server used), each checked to be a login.
  * *logins is malloc'ed; free() it.

@@ -11,6 +11,10 @@
  *   found with another amount, or twice  -> stays unknown, a case
  *   no complete, trusted answer          -> stays unknown, a case
  *
+ * A credit two people settled as done, naming its deal (033), is not
+ * looked up by reference: that one deal is fetched and must be the
+ * credit's (login, balance, reference, exact amount) to be recorded.
+ *
  * "No data" is never "no deal": only mc_mt5_deals() returning MC_MT5_OK,
  * which it does only for a complete, consistent list, can send a credit
  * back to pending.
@@ -46,6 +50,10 @@
 
 
 static void mc_resolve_one(mc_worker_t *w, mc_work_item_t *it);
+static void mc_resolve_verify(mc_worker_t *w, mc_worker_server_t *s,
+    mc_work_item_t *it);
+static const char *mc_resolve_not_ours(const mc_work_item_t *it,
+    const mc_mt5_deal_t *d);
 static void mc_resolve_unresolved(mc_worker_t *w, mc_work_item_t *it,
     const char *kind, json_t *detail);
 static json_t *mc_resolve_deal_json(const mc_mt5_deal_t *d);
@@ -107,6 +115,11 @@ mc_resolve_one(mc_worker_t *w, mc_work_item_t *it)
                               json_pack("{s:s}", "error", s == NULL
                                         ? "server not configured"
                                         : mc_mt5_error(s->session)));
+        return;
+    }
+
+    if (it->settle_ticket != 0) {
+        mc_resolve_verify(w, s, it);
         return;
     }
 
@@ -210,6 +223,91 @@ mc_resolve_one(mc_worker_t *w, mc_work_item_t *it)
                           json_pack("{s:s, s:I, s:o}", "step", "resolve",
                                     "expected_minor", (json_int_t) expected,
                                     "deals", found));
+}
+
+
+/* the deal two people named: recorded only if MT5 shows it is this one's */
+static void
+mc_resolve_verify(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it)
+{
+    int             retcode, moved;
+    const char     *why;
+    mc_mt5_rc_e     rc;
+    mc_mt5_deal_t   deal;
+
+    retcode = 0;
+    rc = mc_mt5_deal_get(s->session, it->settle_ticket, &deal, &retcode);
+
+    if (rc == MC_MT5_NO_ANSWER || (rc == MC_MT5_REJECTED && retcode != 13)) {
+        /* not an answer about the deal: asked again after resolve_retry */
+        mc_resolve_unresolved(w, it, "mt5_no_answer",
+                              json_pack("{s:s, s:I, s:i, s:s}", "step",
+                                        "settle check",
+                                        "ticket", (json_int_t)
+                                                  it->settle_ticket,
+                                        "retcode", retcode,
+                                        "error", mc_mt5_error(s->session)));
+        return;
+    }
+
+    why = rc == MC_MT5_REJECTED ? "MT5 has no such deal (13)"
+                                : mc_resolve_not_ours(it, &deal);
+
+    moved = mc_db_settle_verdict(w->db, it, why == NULL, w->cfg->worker_name,
+                                 why == NULL
+                                 ? json_pack("{s:s, s:o}", "step",
+                                             "settle check", "deal",
+                                             mc_resolve_deal_json(&deal))
+                                 : json_pack("{s:s, s:s, s:o?}", "step",
+                                             "settle check", "refused", why,
+                                             "deal", rc == MC_MT5_OK
+                                             ? mc_resolve_deal_json(&deal)
+                                             : NULL));
+
+    if (why == NULL) {
+        if (moved == 1) {
+            w->resolved_found++;
+        }
+        mc_log(MC_LOG_INFO, "credit=%" PRId64 " ref=%s: deal %" PRIu64
+               " named by two people is this credit's: done%s", it->id,
+               it->reference, it->settle_ticket,
+               moved == 1 ? "" : " (not recorded: it moved on)");
+        return;
+    }
+
+    mc_alert(&w->alert, "settle_refused", it->id, "credit %s (login %" PRIu64
+             "): deal %" PRIu64 " named to settle it is not its own: %s; "
+             "nothing recorded, the case is back with a person%s",
+             it->reference, it->login, it->settle_ticket, why,
+             moved == 1 ? "" : " (verdict not recorded)");
+}
+
+
+/* NULL when the deal is the credit's own, else what is not */
+static const char *
+mc_resolve_not_ours(const mc_work_item_t *it, const mc_mt5_deal_t *d)
+{
+    int64_t  minor, expected;
+
+    expected = strcmp(it->direction, "debit") == 0 ? -it->amount_minor
+                                                   : it->amount_minor;
+
+    if (d->login != it->login) {
+        return "the deal is on another login";
+    }
+    if (d->action != MC_MT5_DEAL_BALANCE) {
+        return "the deal is not a balance operation";
+    }
+    if (strcmp(d->comment, it->reference) != 0) {
+        return "the deal's comment is not the credit's reference";
+    }
+    if (mc_decimal_to_minor(d->profit, it->currency_digits, &minor) != 0
+        || minor != expected)
+    {
+        return "the deal's amount is not the credit's";
+    }
+
+    return NULL;
 }
 
 

@@ -17,6 +17,11 @@
 #   - a reference found with another amount settled automatically, or
 #     such a credit stuck unknown and alerting for ever: two people settle
 #     it as failed, on evidence, and it is never looked up again
+#   - a reference found twice settled by a typo: two people name the
+#     credit's own ticket, and the worker records it only once MT5 shows
+#     it is a balance deal of that login, reference and amount; a ticket
+#     on another login, one MT5 does not have, or one another credit holds
+#     records nothing and goes back to a person
 #   - a debit the account cannot take, or a credit in another currency
 #     than the account's, being sent to MT5
 #   - two workers making two calls for one credit
@@ -42,6 +47,9 @@ my %fast = (call_timeout => 1, lease => 8, settle_margin => 1);
 
 $st->account(login => 70001);
 $st->start_worker('w1', %fast);
+
+# references a test books again by hand, on purpose
+my %hand_booked;
 
 sub balance_calls { $sim->stats->{endpoints}{'/api/trade/balance'}{executed} // 0 }
 
@@ -268,6 +276,107 @@ for my $kind (qw(partial_page empty_page bad_total)) {
     is(scalar @{ $st->deals_with("dep:$id") }, 1, '... no deal was made');
 }
 
+# --- the reference twice: two people name the credit's own deal (033) ---------------
+
+{
+    my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
+    my $cases = sub { Mt5Credit::Worker::run($sb, 'cases', '--database',
+                                             "$db user=$_[0]", @_[1 .. $#_]) };
+
+    $st->account(login => 70002);
+
+    # the deal is made, its answer lost, and MT5 gives no full list for now
+    $sim->fault(kind => 'drop_after', endpoint => '/api/trade/balance');
+    my $id = $st->pay(login => 70001, amount => 12345);
+    ok($st->wait_status($id, 'unknown', 15), 'executed, answer lost: unknown');
+    $sim->fault(kind => 'partial_page', count => 0);
+    my ($ours) = map { $_->{Deal} } @{ $st->deals_with("dep:$id") };
+
+    # a dealer books the same reference and amount again by hand
+    my $c = Mt5Credit::Mt5Sim::Client->new_tls(port => $sim->port,
+                                               ca => $sim->ca_file);
+    is($c->auth->{retcode}, 0, '(a manager logs in directly)');
+    my $r = $c->call('/api/trade/balance', login => 70001, type => 2,
+                     balance => '123.45', comment => "dep:$id");
+    my ($hand) = $r->{body} =~ /"Ticket"\s*:\s*"?(\d+)/;
+    ok($hand, "(and books dep:$id for 123.45 again: deal $hand)");
+    $hand_booked{"dep:$id"} = 1;
+    $r = $c->call('/api/trade/balance', login => 70002, type => 2,
+                  balance => '123.45', comment => "dep:$id");
+    my ($elsewhere) = $r->{body} =~ /"Ticket"\s*:\s*"?(\d+)/;
+    ok($elsewhere, "(and once more on login 70002: deal $elsewhere)");
+    $c->close;
+    $sim->clear_faults;
+
+    ok(Mt5Credit::Worker::wait_for(sub {
+           grep { $_ eq 'deal_conflict' } @{ $st->cases_of($id) } }, 30),
+       'the reference twice with its amount: a deal_conflict case');
+    is($st->status_of($id), 'unknown', '... the credit stays unknown');
+    my $case = $sb->sql1("SELECT id FROM mt5credit.case WHERE credit_id = "
+                         . "$id AND kind = 'deal_conflict'");
+
+    my ($rc, $out) = $cases->('ops_alice', 'propose', $case, '--action',
+        'settle_done', '--ticket', $ours, '--note', 'ours is the first');
+    isnt($rc, 0, 'settling as done needs evidence');
+    like($out, qr/evidence/, '... and says so');
+
+    my $held = $sb->sql1("SELECT mt5_deal_ticket FROM mt5credit.mt5_credit "
+                         . "WHERE status = 'done' ORDER BY id LIMIT 1");
+    ($rc, $out) = $cases->('ops_alice', 'propose', $case, '--action',
+        'settle_done', '--ticket', $held, '--note', 'typo',
+        '--evidence', 'deal list');
+    isnt($rc, 0, "a ticket another credit holds is refused at once");
+    like($out, qr/credit \d+'s already/, '... naming that credit');
+
+    # a ticket that is not the credit's, approved by two people: the
+    # worker's check records nothing
+    my $verdicts = sub { $sb->sql1("SELECT string_agg(outcome, ',' ORDER BY "
+        . "proposal_id) FROM mt5credit.settle_verification WHERE credit_id = "
+        . $id) // '' };
+    my $n = 0;
+    for my $bad ([ $elsewhere, 'another login' ], [ 987654321, 'no such deal' ]) {
+        my ($ticket, $what) = @$bad;
+        ($rc, $out) = $cases->('ops_alice', 'propose', $case, '--action',
+            'settle_done', '--ticket', $ticket, '--note', "try $what",
+            '--evidence', "MT5 terminal: deal $ticket");
+        my ($proposal) = $out =~ /proposal (\d+) made/;
+        ok($proposal, "$what: proposed") or diag $out;
+        ($rc, $out) = $cases->('ops_bob', 'approve', $proposal);
+        is($rc, 0, "$what: approved by another person") or diag $out;
+        $n++;
+        ok(Mt5Credit::Worker::wait_for(sub {
+               scalar(() = $verdicts->() =~ /refused/g) == $n }, 20),
+           "$what: the worker refuses the ticket");
+        is($st->status_of($id), 'unknown', "$what: the credit stays unknown");
+        is($sb->sql1("SELECT status FROM mt5credit.case WHERE id = $case"),
+           'open', "$what: the case is back with a person");
+        like($st->worker_log('w1'), qr/ALERT.*settle_refused.*dep:$id\b/,
+             "$what: and a person is alerted");
+    }
+
+    ($rc, $out) = $cases->('ops_alice', 'propose', $case, '--action',
+        'settle_done', '--ticket', $ours, '--note', 'ours is the first; '
+        . 'the dealer\'s is taken back by a correction',
+        '--evidence', "MT5 deals of 70001: $ours at the call, $hand by hand");
+    my ($proposal) = $out =~ /proposal (\d+) made/;
+    ok($proposal, 'the right ticket: proposed') or diag $out;
+    ($rc, $out) = $cases->('ops_alice', 'approve', $proposal);
+    isnt($rc, 0, '... not approved by its proposer');
+    is($st->status_of($id), 'unknown', '... nothing moved on one person');
+    ($rc, $out) = $cases->('ops_bob', 'approve', $proposal);
+    is($rc, 0, '... approved by another') or diag $out;
+    ok($st->wait_status($id, 'done', 20), 'the worker checks it: done');
+    is($st->credit($id)->{ticket}, $ours, '... with the ticket two people named');
+    is($verdicts->(), 'refused,refused,verified', '... one verdict per request');
+
+    my $alerts = () = $st->worker_log('w1') =~ /ALERT.*dep:$id\b/g;
+    sleep 4;     # several resolve_retry periods
+    is(scalar(() = $st->worker_log('w1') =~ /ALERT.*dep:$id\b/g), $alerts,
+       '... and it is never looked up or alerted again');
+    is(scalar @{ $st->deals_with("dep:$id") }, 3,
+       '... and no deal was made to "fix" it');
+}
+
 # --- checks before the call -----------------------------------------------------------
 
 {
@@ -349,7 +458,8 @@ for my $kind (qw(partial_page empty_page bad_total)) {
     my $deals = $sim->ledger->{deals};
     my %by_ref;
     $by_ref{ $_->{Comment} }++ for grep { $_->{Comment} =~ /^dep:/ } @$deals;
-    my @doubles = grep { $by_ref{$_} > 1 } sort keys %by_ref;
+    my @doubles = grep { $by_ref{$_} > 1 && !$hand_booked{$_} }
+                  sort keys %by_ref;
     is_deeply(\@doubles, [], 'no reference was booked twice by the worker');
     is_deeply([ $sb->log_problems ], [], 'nginx logged no alert or crash');
 }

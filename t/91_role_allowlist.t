@@ -59,7 +59,8 @@ is(join("\n", grep { !$granted{$_} } @allowed), '',
    'and every grant the allow-list names is there (it is current)');
 
 # the decisions that move money belong to people
-my @decide = qw(case_decide case_propose withdrawal_prepare withdrawal_approve
+my @decide = qw(case_decide case_propose case_propose_settle_done
+                withdrawal_prepare withdrawal_approve
                 withdrawal_reject case_resolve);
 for my $g (@granted) {
     my ($role, $fn) = $g =~ /^(\S+) ([a-z_]+)\(/ or next;
