@@ -132,6 +132,10 @@ static const mc_key_t  mc_main_keys[] = {
     { "payout_recheck", MC_KEY_SECONDS, MC_MAIN(payout_recheck), 1, 86400,
       "payout: seconds between status checks of an accepted payout "
       "(600)" },
+    { "payout_paid_watch", MC_KEY_SECONDS, MC_MAIN(payout_paid_watch), 0,
+      90 * 86400, "payout: seconds a paid payout is still asked about, "
+      "every payout_recheck, since a bank can return it (1209600: 14 "
+      "days; 0: not at all)" },
     { "payout_interval", MC_KEY_SECONDS, MC_MAIN(payout_interval), 1, 86400,
       "payout: seconds between rounds (10)" },
     { "desk_database", MC_KEY_STR, MC_MAIN(desk_database), 0, 0,
@@ -214,6 +218,7 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->payout_backoff = 60;
     cfg->payout_max_lookups = 6;
     cfg->payout_recheck = 600;
+    cfg->payout_paid_watch = 14 * 86400;
     cfg->payout_interval = 10;
     strcpy(cfg->recon_out, ".");
 }

@@ -77,6 +77,7 @@ typedef struct {
     int                  payout_backoff;   /* s, doubled per failed lookup */
     int                  payout_max_lookups;
     int                  payout_recheck;   /* s between accepted checks */
+    int                  payout_paid_watch; /* s a paid payout is rechecked */
     int                  payout_interval;  /* s between rounds */
     mc_server_config_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;

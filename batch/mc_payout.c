@@ -10,7 +10,8 @@
  *      a complete listing without it: pending, to be sent again under the
  *      same idempotency key; anything less: unknown still, backoff, and a
  *      person after payout_max_lookups); accepted payouts are asked for
- *      their status until paid or failed.
+ *      their status until paid or failed, and paid ones again until
+ *      payout_paid_watch has passed (a bank can return a paid payout).
  *   3. payout_claim(): each pending payout is sent once, with its
  *      idempotency key.  The answer decides: the provider's payout object
  *      (accepted, paid, or failed), an explicit decline (rejected: a case,
@@ -400,7 +401,9 @@ mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
 static void
 mc_payout_check(mc_payout_t *p, mc_payout_item_t *it)
 {
-    if (strcmp(it->status, "accepted") == 0) {
+    if (strcmp(it->status, "accepted") == 0
+        || strcmp(it->status, "paid") == 0)
+    {
         mc_payout_check_status(p, it);
         return;
     }
@@ -409,7 +412,10 @@ mc_payout_check(mc_payout_t *p, mc_payout_item_t *it)
 }
 
 
-/* an accepted payout: GET it by the provider's id until paid or failed */
+/*
+ * An accepted payout, or a paid one still watched (a bank can return it):
+ * GET it by the provider's id until paid or failed, or the watch ends.
+ */
 static void
 mc_payout_check_status(mc_payout_t *p, mc_payout_item_t *it)
 {
@@ -443,7 +449,7 @@ mc_payout_check_status(mc_payout_t *p, mc_payout_item_t *it)
         return;
     }
 
-    mc_payout_answered(p, it, "accepted", &seen);
+    mc_payout_answered(p, it, it->status, &seen);
 }
 
 
@@ -665,12 +671,13 @@ static void
 mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it, const char *from,
     const mc_payout_seen_t *seen)
 {
-    char         id[24], att[16], recheck[16], out[16], *d;
-    const char  *params[10];
+    char         id[24], att[16], recheck[16], watch[16], out[16], *d;
+    const char  *params[11];
 
     snprintf(id, sizeof(id), "%" PRId64, it->id);
     snprintf(att, sizeof(att), "%d", it->attempts);
     snprintf(recheck, sizeof(recheck), "%d", p->cfg->payout_recheck);
+    snprintf(watch, sizeof(watch), "%d", p->cfg->payout_paid_watch);
     d = mc_payout_detail(json_pack("{s:s, s:s}", "step",
                                    strcmp(from, "sending") == 0 ? "send"
                                                                 : "lookup",
@@ -687,12 +694,21 @@ mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it, const char *from,
     params[7] = p->cfg->worker_name;
     params[8] = d;
     params[9] = recheck;
+    params[10] = watch;
 
     if (mc_payout_call(p, "payout_answered", "SELECT mt5credit."
                        "payout_answered($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-                       "$10)", 10, params, out, sizeof(out)) == 0)
+                       "$10, $11)", 11, params, out, sizeof(out)) == 0)
     {
-        if (strcmp(out, "rejected") == 0) {
+        if (strcmp(out, "returned") == 0) {
+            mc_log(MC_LOG_ALERT, "payout %s: paid, then %s by the bank (%s); "
+                   "the MT5 debit %s stands, case opened", it->reference,
+                   seen->status, seen->failure_code, it->debit_reference);
+            mc_alert(&p->alert, "payout_rejected", it->id,
+                     "payout %s returned after it was paid: %s", it->reference,
+                     seen->failure_code);
+
+        } else if (strcmp(out, "rejected") == 0) {
             mc_log(MC_LOG_ALERT, "payout %s: %s by the provider (%s); the "
                    "MT5 debit %s stands, case opened", it->reference,
                    seen->status, seen->failure_code, it->debit_reference);

@@ -14,6 +14,9 @@
 #     than the one the approver saw
 #   - an approved request changing afterwards
 #   - an operator writing the table directly, or a request deleted
+#   - a withdrawal in a currency its payout provider cannot pay reaching
+#     its MT5 debit: refused when requested, and when approved if the
+#     provider's list changed meanwhile (sql/035)
 
 use strict;
 use warnings;
@@ -131,5 +134,39 @@ like(as('worker', "SELECT mt5credit.withdrawal_approve('$wd3', '$d3', "
         . "NULL)"), qr/permission denied/, '... and a program cannot approve');
 is(as('ops_bob', "SELECT mt5credit.withdrawal_approve('$wd3', '$d3', "
       . "NULL)"), '', '... another person does');
+
+# --- a currency the payout provider cannot pay -------------------------------
+
+{
+    my $before = $sb->sql1('SELECT count(*) FROM mt5credit.withdrawal');
+    like($sb->psql("SELECT mt5credit.withdrawal_request('alice', "
+                   . "'withdraw-jpy-1', 'stripe', 'live1', 1501, 5000, 'JPY', "
+                   . "'ba_test_dest_1')", user => 'portal', may_fail => 1),
+         qr/stripe cannot pay out JPY; refused before anything is debited/,
+         'a withdrawal in a currency the provider cannot pay: refused');
+    is($sb->sql1('SELECT count(*) FROM mt5credit.withdrawal'), $before,
+       '... and nothing is recorded');
+
+    my ($w) = request('withdraw-gbp-list', 4000) =~ /^(wd_\d+) requested/;
+    my $d = as('ops_alice', "SELECT mt5credit.withdrawal_prepare('$w', 'ok')");
+    like($d, qr/^[0-9a-f]{32}$/, 'a USD request, prepared');
+    $sb->psql("DELETE FROM mt5credit.payout_currency WHERE provider = "
+              . "'stripe' AND currency = 'USD'");
+    like(as('ops_bob', "SELECT mt5credit.withdrawal_approve('$w', '$d', "
+            . "'ok')"), qr/stripe cannot pay out USD/,
+         'the provider stops paying USD: its approval is refused');
+    is(status($w), 'prepared', '... it stays prepared');
+    is($sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit c JOIN "
+                 . "mt5credit.withdrawal w ON w.id = c.withdrawal_id "
+                 . "WHERE w.reference = '$w'"), 0, '... and nothing is debited');
+    like(as('ops_bob', "DELETE FROM mt5credit.payout_currency"),
+         qr/permission denied/, 'an operator cannot change the list');
+    like($sb->psql("DELETE FROM mt5credit.payout_currency", user => 'worker',
+                   may_fail => 1, raw => 1), qr/permission denied/,
+         '... nor the worker');
+    $sb->psql("INSERT INTO mt5credit.payout_currency VALUES ('stripe', 'USD')");
+    is(as('ops_bob', "SELECT mt5credit.withdrawal_approve('$w', '$d', 'ok')"),
+       '', 'listed again: approved');
+}
 
 done_testing;

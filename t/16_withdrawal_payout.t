@@ -20,6 +20,9 @@
 #   - a payout the provider settled without our debit, with another payout
 #     id, or that our record calls rejected, passing reconciliation; or a
 #     debit the provider never paid out
+#   - a payout paid and then returned by the bank staying "paid" (it is
+#     watched for payout_paid_watch: the return is a rejection and a
+#     critical case; after the watch it is left alone)
 
 use strict;
 use warnings;
@@ -442,6 +445,66 @@ $st->stop_worker('w1');
     is($sb->sql1("SELECT severity FROM mt5credit.case WHERE kind = "
                  . "'payout_id_mismatch'"), 'critical',
        'a payout id that is not the provider\'s own answer is critical');
+}
+
+# --- paid, then returned by the bank: watched, a case (034) ---------------------------
+
+{
+    my $watch = $sb->sql1("SELECT watch_until > now() + interval '13 days' "
+                          . "FROM mt5credit.payout WHERE withdrawal_id = $wid");
+    is($watch, 't', 'a paid payout is watched (payout_paid_watch, 14 days)');
+    sleep 1.2;
+    payout_round();
+    is(payout($wid)->{status}, 'paid', '... asked again, still paid');
+    settle($p->{po}, 'failed', 'account_closed');
+    sleep 1.2;
+    payout_round();
+    is(payout($wid)->{status}, 'rejected',
+       'the bank returns it days later: rejected');
+    is(payout_history($wid), '->pending pending>sending sending>accepted '
+       . 'accepted>paid paid>rejected', '... paid>rejected in its history');
+    is($sb->sql1("SELECT severity || ' ' || status FROM mt5credit.case "
+                 . "WHERE kind = 'payout_rejected' AND credit_id = "
+                 . debit_of($wid)), 'critical open',
+       '... a critical payout_rejected case on the debit');
+    isnt(progress($ref), 'paid', '... and the client is no longer told "paid"');
+    is(posts_of($wid), 1, '... and nothing is sent again by itself');
+
+    # past its watch, a paid payout is not asked about any more
+    Mt5Credit::Worker::start($sb, 'w1', $conf);
+    my ($r3, $w3) = withdraw(700);
+    ok($st->wait_status(debit_of($w3), 'done', 20), 'another debit done');
+    payout_round();
+    settle(payout($w3)->{po}, 'paid');
+    sleep 1.2;
+    payout_round();
+    is(payout($w3)->{status}, 'paid', 'another payout paid');
+    $sb->psql("SET mt5credit.actor = 'test'; UPDATE mt5credit.payout SET "
+              . "watch_until = now(), next_check_at = now() "
+              . "WHERE withdrawal_id = $w3");
+    settle(payout($w3)->{po}, 'failed', 'account_closed');
+    sleep 1.2;
+    payout_round();
+    is(payout($w3)->{status}, 'rejected', '... the last look, at the end of '
+       . 'the watch, still sees a return');
+    my ($r4, $w4) = withdraw(800);
+    ok($st->wait_status(debit_of($w4), 'done', 20), 'a third debit done');
+    payout_round();
+    settle(payout($w4)->{po}, 'paid');
+    sleep 1.2;
+    payout_round();
+    $sb->psql("UPDATE mt5credit.payout SET watch_until = now(), "
+              . "next_check_at = now() WHERE withdrawal_id = $w4");
+    sleep 1.2;
+    payout_round();
+    is($sb->sql1("SELECT next_check_at IS NULL FROM mt5credit.payout "
+                 . "WHERE withdrawal_id = $w4"), 't',
+       '... and after it, paid is left alone');
+    settle(payout($w4)->{po}, 'failed', 'account_closed');
+    sleep 1.2;
+    payout_round();
+    is(payout($w4)->{status}, 'paid', '... (not asked again)');
+    $st->stop_worker('w1');
 }
 
 my $logs = join '', map { Mt5Credit::Worker::log_of($sb, $_) } qw(w1);
