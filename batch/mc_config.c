@@ -43,6 +43,10 @@ static const mc_key_t  mc_main_keys[] = {
     { "database", MC_KEY_STR, MC_MAIN(database), 0, 0,
       "libpq conninfo of the database (required); log in as a member of "
       "mt5credit_worker" },
+    { "deployment_tag", MC_KEY_STR, MC_MAIN(deployment_tag), 0, 0,
+      "the tag the database must carry ([a-z0-9], at most 8; in every MT5 "
+      "comment and payout key made since it was set); the programs refuse "
+      "a database with another (default: none, an untagged database)" },
     { "worker_name", MC_KEY_STR, MC_MAIN(worker_name), 0, 0,
       "name in history rows and logs (default: host:pid)" },
     { "redis", MC_KEY_STR, MC_MAIN(redis), 0, 0,
@@ -538,6 +542,17 @@ mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
 
     if (cfg->database[0] == '\0') {
         snprintf(err, errlen, "%s: \"database\" is required", cfg->path);
+        return -1;
+    }
+
+    if (cfg->deployment_tag[0] != '\0'
+        && (strlen(cfg->deployment_tag) > 8
+            || strspn(cfg->deployment_tag, "abcdefghijklmnopqrstuvwxyz"
+                                           "0123456789")
+               != strlen(cfg->deployment_tag)))
+    {
+        snprintf(err, errlen, "%s: deployment_tag \"%s\": at most 8 of "
+                 "a-z and 0-9", cfg->path, cfg->deployment_tag);
         return -1;
     }
 

@@ -32,6 +32,7 @@
 #include <libpq-fe.h>
 
 #include "mc_alert.h"
+#include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_payout.h"
 #include "mc_pgconn.h"
@@ -56,6 +57,7 @@ typedef struct {
     char      payout_id[256];
     char      debit_reference[48];
     int64_t   first_sent;
+    char      deployment[16];    /* its deployment tag (036), or "" */
 } mc_payout_item_t;
 
 
@@ -90,6 +92,7 @@ static const char *mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it,
     int *more);
 static const char *mc_payout_match(const mc_payout_item_t *it, json_t *o,
     mc_payout_seen_t *seen);
+static int mc_payout_same_deployment(const mc_payout_item_t *it, json_t *o);
 static void mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it,
     const char *from, const mc_payout_seen_t *seen);
 static void mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
@@ -105,6 +108,7 @@ int
 mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 {
     int          rc;
+    char         err[512];
     unsigned     slept;
     mc_payout_t  p;
 
@@ -122,6 +126,16 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 
     if (PQstatus(p.conn) != CONNECTION_OK) {
         fprintf(stderr, "mt5credit: payout: %s", PQerrorMessage(p.conn));
+        PQfinish(p.conn);
+        mc_papi_close(&p.api);
+        return 1;
+    }
+
+    /* another deployment's database: nothing is sent for it */
+    if (mc_deployment_check(p.conn, cfg->deployment_tag, err, sizeof(err))
+        != MC_DEPLOYMENT_OK)
+    {
+        fprintf(stderr, "mt5credit: payout: %s\n", err);
         PQfinish(p.conn);
         mc_papi_close(&p.api);
         return 1;
@@ -146,6 +160,16 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 
         if (PQstatus(p.conn) != CONNECTION_OK) {
             PQreset(p.conn);
+
+            /* a new connection may reach another server: asked again */
+            if (PQstatus(p.conn) == CONNECTION_OK
+                && mc_deployment_check(p.conn, cfg->deployment_tag, err,
+                                       sizeof(err)) == MC_DEPLOYMENT_MISMATCH)
+            {
+                mc_log(MC_LOG_ERROR, "payout: %s", err);
+                rc = 1;
+                break;
+            }
         }
     }
 
@@ -263,6 +287,8 @@ mc_payout_items(mc_payout_t *p, const char *sql, int n, const char **params,
         snprintf(it->debit_reference, sizeof(it->debit_reference), "%s",
                  PQgetvalue(res, i, 10));
         it->first_sent = strtoll(PQgetvalue(res, i, 11), NULL, 10);
+        snprintf(it->deployment, sizeof(it->deployment), "%s",
+                 PQgetvalue(res, i, 12));
     }
 
     PQclear(res);
@@ -277,7 +303,7 @@ mc_payout_items(mc_payout_t *p, const char *sql, int n, const char **params,
 static void
 mc_payout_send(mc_payout_t *p, mc_payout_item_t *it)
 {
-    char              form[1024], cur[8], *dest, *ref, *debit;
+    char              form[1100], cur[8], *dest, *ref, *debit;
     size_t            i;
     mc_papi_answer_t  a;
 
@@ -292,9 +318,11 @@ mc_payout_send(mc_payout_t *p, mc_payout_item_t *it)
 
     snprintf(form, sizeof(form), "amount=%" PRId64 "&currency=%s"
              "&destination=%s&metadata%%5Bmt5credit_reference%%5D=%s"
-             "&metadata%%5Bmt5credit_debit%%5D=%s",
+             "&metadata%%5Bmt5credit_debit%%5D=%s%s%s",
              it->amount_minor, cur, dest != NULL ? dest : "",
-             ref != NULL ? ref : "", debit != NULL ? debit : "");
+             ref != NULL ? ref : "", debit != NULL ? debit : "",
+             it->deployment[0] ? "&metadata%5Bmt5credit_deployment%5D=" : "",
+             it->deployment);
 
     curl_free(dest);
     curl_free(ref);
@@ -590,7 +618,9 @@ mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it, const char *after,
         ref = json_string_value(json_object_get(
                   json_object_get(o, "metadata"), "mt5credit_reference"));
 
-        if (ref != NULL && strcmp(ref, it->reference) == 0) {
+        if (ref != NULL && strcmp(ref, it->reference) == 0
+            && mc_payout_same_deployment(it, o))
+        {
             json_array_append(*found, o);
         }
     }
@@ -602,6 +632,24 @@ mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it, const char *after,
 
     json_decref(doc);
     return NULL;
+}
+
+
+/*
+ * Made by this deployment (036): its metadata names our tag, or no tag
+ * when the payout was made before there was one.  Another database's
+ * withdrawal 5 has our reference wd_000005 too.
+ */
+static int
+mc_payout_same_deployment(const mc_payout_item_t *it, json_t *o)
+{
+    const char  *tag;
+
+    tag = json_string_value(json_object_get(json_object_get(o, "metadata"),
+                                            "mt5credit_deployment"));
+
+    return tag != NULL ? strcmp(tag, it->deployment) == 0
+                       : it->deployment[0] == '\0';
 }
 
 
@@ -636,6 +684,10 @@ mc_payout_match(const mc_payout_item_t *it, json_t *o, mc_payout_seen_t *seen)
 
     if (ref == NULL || strcmp(ref, it->reference) != 0) {
         return "a payout with another reference";
+    }
+
+    if (!mc_payout_same_deployment(it, o)) {
+        return "a payout of another deployment";
     }
 
     if (!json_is_integer(amount)

@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_pgconn.h"
 #include "mc_provider_api.h"
@@ -51,6 +52,7 @@ int
 mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 {
     int         rc;
+    char        err[512];
     unsigned    slept;
     mc_query_t  q;
 
@@ -69,6 +71,16 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
     if (PQstatus(q.conn) != CONNECTION_OK) {
         fprintf(stderr, "mt5credit: poll-provider: %s",
                 PQerrorMessage(q.conn));
+        PQfinish(q.conn);
+        mc_papi_close(&q.api);
+        return 1;
+    }
+
+    /* another deployment's database: nothing is sent for it */
+    if (mc_deployment_check(q.conn, cfg->deployment_tag, err, sizeof(err))
+        != MC_DEPLOYMENT_OK)
+    {
+        fprintf(stderr, "mt5credit: poll-provider: %s\n", err);
         PQfinish(q.conn);
         mc_papi_close(&q.api);
         return 1;
@@ -93,6 +105,16 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 
         if (PQstatus(q.conn) != CONNECTION_OK) {
             PQreset(q.conn);
+
+            /* a new connection may reach another server: asked again */
+            if (PQstatus(q.conn) == CONNECTION_OK
+                && mc_deployment_check(q.conn, cfg->deployment_tag, err,
+                                       sizeof(err)) == MC_DEPLOYMENT_MISMATCH)
+            {
+                mc_log(MC_LOG_ERROR, "poll-provider: %s", err);
+                rc = 1;
+                break;
+            }
         }
     }
 

@@ -33,6 +33,7 @@
 #include <openssl/evp.h>
 
 #include "mc_alert.h"
+#include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_pgconn.h"
 #include "mc_pgcopy.h"
@@ -138,6 +139,15 @@ mc_recon_run(mc_config_t *cfg, const mc_recon_opts_t *o,
     if (PQstatus(r->conn) != CONNECTION_OK) {
         snprintf(r->err, sizeof(r->err), "database: %s",
                  PQerrorMessage(r->conn));
+        rc = MC_RECON_FAILED;
+        goto done;
+    }
+
+    /* another deployment's database would read our deals as foreign */
+    if (mc_deployment_check(r->conn, cfg->deployment_tag, r->err,
+                            sizeof(r->err))
+        != MC_DEPLOYMENT_OK)
+    {
         rc = MC_RECON_FAILED;
         goto done;
     }

@@ -72,6 +72,10 @@ mc_resolver_round(mc_worker_t *w)
         return 0;
     }
 
+    if (!mc_worker_deployment_ok(w)) {
+        return -1;
+    }
+
     /* the pick is a short lease of its own: enough for one full lookup */
     lookup = 4 * w->cfg->call_timeout + 10;
 

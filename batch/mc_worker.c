@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_money.h"
 #include "mc_worker.h"
@@ -844,6 +845,10 @@ mc_worker_db_trusted(mc_worker_t *w)
         return 1;
     }
 
+    if (!mc_worker_deployment_ok(w)) {
+        return 0;
+    }
+
     rc = mc_rewind_check(&w->rewind, w->db, w->cfg->worker_name,
                          w->cfg->lease, &w->alert);
 
@@ -853,6 +858,38 @@ mc_worker_db_trusted(mc_worker_t *w)
     }
 
     return 0;
+}
+
+
+int
+mc_worker_deployment_ok(mc_worker_t *w)
+{
+    char                err[512];
+    mc_deployment_rc_e  rc;
+
+    if (mc_db_ready(w->db) != 0) {
+        return 0;
+    }
+
+    if (w->deployment_checked == mc_db_generation(w->db) + 1) {
+        return 1;
+    }
+
+    /* another deployment's database (a failover to the wrong one, a
+       copied config): its credits are not ours to make or look up */
+    rc = mc_deployment_check(mc_db_conn(w->db), w->cfg->deployment_tag, err,
+                             sizeof(err));
+    if (rc != MC_DEPLOYMENT_OK) {
+        mc_log(MC_LOG_ERROR, "doing nothing on this database: %s", err);
+        if (rc == MC_DEPLOYMENT_MISMATCH) {
+            mc_alert(&w->alert, "deployment_mismatch", 0, "worker %s: %s",
+                     w->cfg->worker_name, err);
+        }
+        return 0;
+    }
+
+    w->deployment_checked = mc_db_generation(w->db) + 1;
+    return 1;
 }
 
 
@@ -900,8 +937,10 @@ mc_worker_run(mc_worker_t *w, int once)
             next_resolve = now + w->cfg->resolve_interval * 1000LL;
         }
 
-        /* every round compares again: a restore need not reconnect us */
+        /* every round compares again: a restore need not reconnect us,
+           and a tag set meanwhile is seen */
         w->rewind_checked = 0;
+        w->deployment_checked = 0;
         (void) mc_worker_drain(w);
 
         if (once) {

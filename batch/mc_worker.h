@@ -53,6 +53,7 @@ typedef struct {
     int                  nservers;
     unsigned long        db_generation;  /* slots were taken on this one */
     unsigned long        rewind_checked; /* mc_rewind_check()ed, + 1 */
+    unsigned long        deployment_checked; /* its tag compared, + 1 */
     mc_rewind_t          rewind;         /* claims kept outside the db */
     volatile int        *stop;
 
@@ -92,6 +93,13 @@ int mc_resolver_round(mc_worker_t *w);
 int64_t mc_worker_now_ms(void);
 int mc_worker_servers(mc_worker_t *w, const char **names, int max);
 mc_worker_server_t *mc_worker_server(mc_worker_t *w, const char *name);
+
+/*
+ * Whether the database connected to is this deployment's (sql/036),
+ * asked once per connection and round: 1, or 0 (logged, and alerted on a
+ * mismatch).
+ */
+int mc_worker_deployment_ok(mc_worker_t *w);
 int mc_worker_session(mc_worker_t *w, mc_worker_server_t *s);
 void mc_worker_rest(mc_worker_t *w, mc_worker_server_t *s, const char *why);
 

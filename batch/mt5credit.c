@@ -412,6 +412,15 @@ mc_cmd_work(const mc_command_t *cmd, int argc, char **argv)
         return 1;
     }
 
+    /* checked at start: a worker of another deployment stops here */
+    if (mc_db_ready(w.db) == 0 && !mc_worker_deployment_ok(&w)) {
+        fprintf(stderr, "mt5credit: work: the database is not this "
+                "deployment's (deployment_tag); see the log\n");
+        mc_worker_free(&w);
+        free(cfg);
+        return 1;
+    }
+
     if (resolve_only) {
         rc = mc_db_sweep(w.db, cfg->worker_name) < 0
              || mc_resolver_round(&w) < 0;

@@ -1,0 +1,36 @@
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The deployment tag (sql/036): each database carries one, set once, in
+ * every MT5 comment and payout key made since.  A program configured for
+ * one deployment must never work on another's database: staging's worker
+ * pointed at production's database would make production's deals under
+ * staging's name, and the other way round.  So each program compares the
+ * tag it was configured with to the database's, on every connection it
+ * works through, and refuses to work on a mismatch.
+ */
+
+
+#ifndef MC_DEPLOYMENT_H
+#define MC_DEPLOYMENT_H
+
+
+#include <libpq-fe.h>
+
+
+typedef enum {
+    MC_DEPLOYMENT_OK = 0,
+    MC_DEPLOYMENT_MISMATCH,     /* another deployment's database: refuse */
+    MC_DEPLOYMENT_ERROR         /* the database could not be asked */
+} mc_deployment_rc_e;
+
+
+/*
+ * The database's tag against `configured` ("" for none), said in err on
+ * anything but MC_DEPLOYMENT_OK.
+ */
+mc_deployment_rc_e mc_deployment_check(PGconn *conn, const char *configured,
+    char *err, size_t errlen);
+
+
+#endif /* MC_DEPLOYMENT_H */
