@@ -34,7 +34,7 @@
 #   perl t/soak/soak.pl [--n 10000] [--seed S] [--workers 2] [--senders 4]
 #                       [--dup 0.3] [--refund 0.08] [--chargeback 0.04]
 #                       [--lost 0.002] [--late-fail 0.05] [--withdrawals 0.02]
-#                       [--chaos mt5,kill,pg,redis,nginx,payout,clock]
+#                       [--chaos mt5,kill,pg,redis,nginx,payout,clock,dbstall]
 #                       [--chaos-every 3]
 #                       [--duration 120]   (seconds the payments are spread
 #                                           over, so the chaos meets them)
@@ -59,7 +59,7 @@ use Mt5Credit::Worker;
 
 my %o = (n => 10000, seed => time % 100000, workers => 2, senders => 4,
          dup => 0.3, refund => 0.08, chargeback => 0.04, lost => 0.002,
-         'late-fail' => 0.05, chaos => 'mt5,kill,pg,redis,nginx,payout,clock',
+         'late-fail' => 0.05, chaos => 'mt5,kill,pg,redis,nginx,payout,clock,dbstall',
          'chaos-every' => 3, logins => 40, duration => undef,
          sabotage => '', withdrawals => 0.02);
 GetOptions(\%o, 'n=i', 'seed=i', 'workers=i', 'senders=i', 'dup=f',
@@ -295,7 +295,7 @@ my %did;
 sub chaos_once {
     approve_some(0);
     my @kinds = grep { $chaos{$_} } qw(mt5 mt5 mt5 kill kill pg redis nginx
-                                       payout clock);
+                                       payout clock dbstall);
     @kinds = grep { $_ ne 'payout' } @kinds unless $n_wd;
     return unless @kinds;
     my $k = $kinds[rand @kinds];
@@ -337,6 +337,21 @@ sub chaos_once {
     } elsif ($k eq 'nginx') {
         $sb->reload_nginx;
         $did{'nginx reload'}++;
+    } elsif ($k eq 'dbstall') {
+        # one worker's database session stops answering for up to 7 s (a
+        # stalled backend, a black-holed path), at whatever step it is:
+        # a claim, the record of a deal, the claim sent ahead during a
+        # call.  The backend is stopped, not the worker: the worker sees
+        # what it would see on the wire
+        my @pids = map { $_->[0] } @{ $sb->psql(
+            "SELECT pid FROM pg_stat_activity WHERE usename = 'worker' "
+            . "AND backend_type = 'client backend'") };
+        return unless @pids;
+        my $pid = $pids[rand @pids];
+        kill 'STOP', $pid or return;
+        eval { sleep 1 + rand 6 };
+        kill 'CONT', $pid;
+        $did{'worker database stall'}++;
     } elsif ($k eq 'clock') {
         # the server's UTC offset steps, as at summer time (+1 h, -1 h from
         # summer) or a clock set back 10 min, with credits unknown.  Not

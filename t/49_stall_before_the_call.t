@@ -1,0 +1,64 @@
+#!/usr/bin/perl
+#
+# Every step before a balance call can stall: the manager's login (two
+# round trips), the account and group reads.  Each is bounded by
+# call_timeout, but together they can eat the lease.  Impossible:
+#   - a balance call leaving after its lease ended: the lease is checked
+#     after the last of those steps, with room for the whole call, and a
+#     claim without that room is released unsent (back to pending, no
+#     lookup needed: nothing left)
+#   - the credit lost or made twice for it: the next claim makes it, once
+#   - the call re-authenticating itself (two more transfers past the
+#     check): a session lost between the check and the call is "not sent"
+
+use strict;
+use warnings;
+
+use Test::More;
+use Time::HiRes qw(sleep);
+
+use lib 't/lib';
+use Mt5Credit::Stack;
+use Mt5Credit::Worker;
+
+my $st = Mt5Credit::Stack->new;
+my $sb = $st->sb;
+my $sim = $st->sim;
+
+$st->account(login => 74901);
+
+sub balance_requests { $sim->requests('/api/trade/balance') // 0 }
+
+# a lease of 14 s holds 3 x 3 s + 5; the four steps before the call take
+# 4 x 2.8 s, each within call_timeout, 11.2 s in all: with the 2 s margin
+# there is no room left for a 3 s call
+$sim->fault(kind => 'latency', endpoint => $_, ms => 2800, count => 1)
+    for qw(/api/auth/start /api/auth/answer /api/user/get /api/group/get);
+
+my $id = $st->pay(login => 74901, amount => 4900);
+$st->start_worker('w1', call_timeout => 3, lease => 14, settle_margin => 1);
+
+ok($st->wait_status($id, 'done', 60), 'the credit is done in the end');
+is(balance_requests(), 1, 'MT5 received exactly one balance call');
+is(scalar @{ $st->deals_with("dep:$id") }, 1, '... and holds one deal');
+like($st->worker_log('w1'),
+     qr/credit=$id\b.*too little lease left for the call/,
+     'the stalled claim was released before the call, saying why');
+is(join(' ', @{ $st->history_of($id) }),
+   '->pending pending>claimed claimed>pending pending>claimed claimed>done',
+   '... straight back to pending (nothing was sent), then made');
+is($st->credit($id)->{attempts}, 2, '... under the second claim');
+
+# the deal was made inside the lease of the claim that made it
+my $made = $sb->sql1("SELECT extract(epoch FROM max(at))::bigint FROM "
+                     . "mt5credit.credit_history WHERE credit_id = $id "
+                     . "AND to_status = 'claimed'");
+my $deal = $st->deals_with("dep:$id")->[0];
+my $offset = 60 * $sim->control(GET => '/control/time')->{offset_minutes};
+cmp_ok($deal->{Time} - $offset, '<=', $made + 14,
+       'the deal is no later than the lease of the claim that made it');
+
+$st->stop_worker('w1');
+is_deeply([ $sb->log_problems ], [], 'nginx logged no alert or crash');
+
+done_testing;
