@@ -20,6 +20,9 @@
 #   - a payout the provider settled without our debit, with another payout
 #     id, or that our record calls rejected, passing reconciliation; or a
 #     debit the provider never paid out
+#   - another deployment's payout with our reference taken for ours (once
+#     the database has a deployment tag, sql/036: the key and metadata
+#     name it, and the lookup requires it)
 #   - a payout paid and then returned by the bank staying "paid" (it is
 #     watched for payout_paid_watch: the return is a rejection and a
 #     critical case; after the watch it is left alone)
@@ -505,6 +508,56 @@ $st->stop_worker('w1');
     payout_round();
     is(payout($w4)->{status}, 'paid', '... (not asked again)');
     $st->stop_worker('w1');
+}
+
+# --- another deployment's payout with our reference (036) ----------------------------
+
+{
+    $sb->psql("INSERT INTO mt5credit.deployment (tag) VALUES ('prod')");
+    my $tconf = $st->worker_config('wt', %fast,
+        provider_api_url => "http://127.0.0.1:$port",
+        provider_api_key_file => $keyfile, deployment_tag => 'prod',
+        payout_timeout => 1, payout_lease => 6, payout_margin => 0,
+        payout_backoff => 1, payout_recheck => 1, payout_max_lookups => 2);
+    Mt5Credit::Worker::start($sb, 'wt', $tconf);
+    my ($r9, $w9) = withdraw(900);
+    ok($st->wait_status(debit_of($w9), 'done', 20),
+       'tagged database: a debit done');
+
+    # staging's withdrawal with the same number paid out through the same
+    # account, under our reference
+    my $r = $sb->http('POST', '/v1/payouts', port => $port,
+        body => "amount=900&currency=usd&destination=ba_dest_$n"
+              . "&metadata%5Bmt5credit_reference%5D=$r9"
+              . "&metadata%5Bmt5credit_deployment%5D=stg",
+        headers => [ [ 'Authorization', "Bearer $KEY" ],
+                     [ 'Content-Type', 'application/x-www-form-urlencoded' ],
+                     [ 'Idempotency-Key', "mt5credit-stg-payout-$w9" ] ]);
+    my ($stg) = $r->{body} =~ /"id"\s*:\s*"(po_[A-Za-z0-9_]+)"/;
+    ok($stg, "(staging paid out $r9 as $stg)");
+
+    faults(payout_post => 'drop_before', payout_delay => 3);
+    my ($rc) = Mt5Credit::Worker::run($sb, 'payout', '-c', $tconf, '--once');
+    is(payout($w9)->{status}, 'unknown', 'our send got no answer: unknown');
+    faults();
+    sleep 6.5;
+    Mt5Credit::Worker::run($sb, 'payout', '-c', $tconf, '--once');
+    my $p9 = payout($w9);
+    is($p9->{status}, 'accepted',
+       'the listing has staging\'s payout only: sent again, accepted');
+    isnt($p9->{po}, $stg, '... never taken for staging\'s payout');
+    my @ours = grep { ($_->{metadata}{mt5credit_deployment} // '') eq 'prod' }
+               @{ payouts_of($r9) };
+    is(scalar @ours, 1, '... one payout of ours at the provider, tagged prod');
+    is(posts_of($w9), 0, '... (no POST under the untagged key)');
+    is(provider()->{posts}{"mt5credit-prod-payout-$w9"}, 2,
+       '... both attempts under the tagged key');
+
+    my ($brc, $bout) = Mt5Credit::Worker::run($sb, 'payout', '-c', $conf,
+                                              '--once');
+    is($brc, 1, 'a payout sender configured without the tag stops');
+    like($bout, qr/the database is deployment "prod"/, '... saying why');
+    $st->stop_worker('wt');
 }
 
 my $logs = join '', map { Mt5Credit::Worker::log_of($sb, $_) } qw(w1);

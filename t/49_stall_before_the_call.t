@@ -10,6 +10,11 @@
 #   - the credit lost or made twice for it: the next claim makes it, once
 #   - the call re-authenticating itself (two more transfers past the
 #     check): a session lost between the check and the call is "not sent"
+#   - a database path that goes black (no answer, nothing closed) while
+#     the checks run making a second deal: the worker's call goes out
+#     inside its lease or not at all, its record hangs (bounded by the
+#     connection's keepalives and tcp_user_timeout), another worker
+#     sweeps the lease, finds the one deal and records it
 
 use strict;
 use warnings;
@@ -59,6 +64,53 @@ cmp_ok($deal->{Time} - $offset, '<=', $made + 14,
        'the deal is no later than the lease of the claim that made it');
 
 $st->stop_worker('w1');
+
+# --- the database path goes black while the checks run --------------------------
+
+{
+    my $flag = $sb->dir . '/pg-path.blackhole';
+    my $port = Mt5Credit::Sandbox::free_port();
+    $sb->spawn('pgpath', 'perl', "$Mt5Credit::Sandbox::ROOT/t/blackhole-proxy.pl",
+               $port, '127.0.0.1', $sb->pg_port, $flag);
+    Mt5Credit::Sandbox::wait_port($port, 'blackhole proxy');
+
+    $st->start_worker('w2', call_timeout => 3, lease => 14, settle_margin => 1,
+        database => '"host=127.0.0.1 port=' . $port
+                    . ' dbname=mt5credit user=worker"');
+    my $calls = balance_requests();
+    my $gets = $sim->requests('/api/user/get') // 0;
+    $sim->fault(kind => 'latency', endpoint => '/api/user/get', ms => 2000,
+                count => 1);
+    my $id2 = $st->pay(login => 74901, amount => 4902);
+    ok(Mt5Credit::Worker::wait_for(sub {
+           ($sim->requests('/api/user/get') // 0) > $gets }, 20),
+       'the worker behind the path claimed and is checking the account');
+    open my $fh, '>', $flag or die;
+    close $fh;
+    my $claim = $sb->sql1("SELECT extract(epoch FROM max(at))::bigint FROM "
+                          . "mt5credit.credit_history WHERE credit_id = $id2 "
+                          . "AND to_status = 'claimed'");
+
+    # another worker, on a path that works, sweeps what the lease leaves
+    $st->start_worker('w3', call_timeout => 3, lease => 14, settle_margin => 1);
+    ok($st->wait_status($id2, 'done', 90), 'the credit ends done');
+    is(balance_requests() - $calls, 1, 'MT5 received one balance call for it');
+    my $deals = $st->deals_with("dep:$id2");
+    is(scalar @$deals, 1, '... one deal');
+    is($st->credit($id2)->{ticket}, $deals->[0]{Deal},
+       '... the one recorded');
+    cmp_ok($deals->[0]{Time} - $offset, '<=', $claim + 14,
+           '... made inside the lease of the claim that made it');
+    like(join(' ', @{ $st->history_of($id2) }),
+         qr/pending>claimed claimed>unknown unknown>done$/,
+         '... recorded by the lookup once the lease was swept: the path '
+         . 'really went black');
+    unlink $flag;
+    $st->stop_worker('w3');
+    $st->stop_worker('w2');
+    $sb->reap('pgpath', 'TERM', 5);
+}
+
 is_deeply([ $sb->log_problems ], [], 'nginx logged no alert or crash');
 
 done_testing;
