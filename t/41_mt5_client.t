@@ -167,6 +167,18 @@ is($r[3]{balance}, '64.25', 'user/get Balance exact');
 is($r[3]{group}, 'real\\usd', 'user/get Group with its backslash');
 is($r[4]{margin_free}, '64.25', 'user/account/get MarginFree exact');
 
+# deal/get, the settle check's one-deal fetch (sql/033)
+@r = client($sim, {}, "deal,$r[1]{ticket}", 'deal,987654321');
+is_deeply($r[0]{deal}, $mine, 'deal/get: the one deal, exactly as listed');
+is_deeply([ @{ $r[1] }{qw(rc retcode)} ], [ 'REJECTED', 13 ],
+          'deal/get of a ticket MT5 does not have: 13, not found');
+$sim->fault(kind => 'wrong_login', endpoint => '/api/deal/get');
+@r = client($sim, {}, "deal,$d->[0]{Deal}");
+is($r[0]{rc}, 'OK', 'deal/get answered about another login: still the deal');
+isnt($r[0]{deal}{login}, '70001', '... on the login the answer names, for '
+     . 'the caller to compare');
+$sim->clear_faults;
+
 @r = client($sim, {}, 'group,real\\usd', 'group,real\\jpy');
 is_deeply([ @{ $r[0] }{qw(rc currency digits)} ], [ 'OK', 'USD', 2 ],
           'group/get: USD, 2 digits');

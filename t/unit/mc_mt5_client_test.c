@@ -18,6 +18,7 @@
  *       SEND_BY: its deadline, in ms from now (may be negative)
  *   balance_live,...   the same with no ensure: the session as it is
  *   deals,LOGIN,FROM,TO
+ *   deal,TICKET        deal/get: the one deal, on whatever login
  *
  * Each line: {"step":..,"rc":"OK"|"REJECTED"|"NO_ANSWER"|"NOT_SENT",
  * "retcode":n,
@@ -183,6 +184,7 @@ run_step(mc_mt5_session_t *s, char *step)
     mc_mt5_rc_e       rc;
     mc_mt5_user_t     u;
     mc_mt5_deal_t    *deals;
+    mc_mt5_deal_t     deal;
     mc_mt5_group_t    g;
     mc_mt5_account_t  a;
     struct timespec   ts;
@@ -282,6 +284,13 @@ run_step(mc_mt5_session_t *s, char *step)
         json_object_set_new(out, "n", json_integer((json_int_t) nd));
         json_object_set_new(out, "deals", list);
         free(deals);
+
+    } else if (strcmp(f[0], "deal") == 0 && n == 2) {
+        memset(&deal, 0, sizeof(deal));
+        rc = mc_mt5_deal_get(s, strtoull(f[1], NULL, 10), &deal, &retcode);
+        if (rc == MC_MT5_OK) {
+            json_object_set_new(out, "deal", deal_json(&deal));
+        }
 
     } else {
         fprintf(stderr, "mc_mt5_client_test: bad step \"%s\"\n", name);
