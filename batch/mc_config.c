@@ -167,6 +167,11 @@ static const mc_key_t  mc_server_keys[] = {
     { "recon_groups", MC_KEY_STR, MC_SRV(recon_groups), 0, 0,
       "reconcile: the server's groups whose balance deals are matched, "
       "comma-separated exact names (required to reconcile)" },
+    { "time_zone", MC_KEY_STR, MC_SRV(time_zone), 0, 0,
+      "reconcile: the server's time zone (IANA, e.g. Europe/Riga, or a "
+      "POSIX rule), so deals made under another offset than today's (summer "
+      "time) fall on their day; checked against the server's clock "
+      "(default: none, the offset measured at the run for every deal)" },
     { NULL, 0, 0, 0, 0, 0, NULL }
 };
 

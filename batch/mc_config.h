@@ -32,6 +32,7 @@ typedef struct {
     int              sessions;        /* cap across all workers */
     int              ping_interval;   /* seconds */
     char             recon_groups[1024]; /* groups reconciled, comma list */
+    char             time_zone[64];    /* the server's zone, or "" */
     char             password[256];   /* read from password_file */
     mc_mt5_config_t  mt5;             /* filled by mc_config_load() */
 } mc_server_config_t;

@@ -68,6 +68,7 @@ typedef struct {
     char                     *settlement_incomplete;  /* why, or NULL */
     int64_t                   run_id;
     int64_t                   window_start, window_end, deal_window_end;
+    mc_recon_zone_t           zones[MC_CONFIG_MAX_SERVERS];
     mc_recon_fetch_stats_t    fetched;
     uint64_t                  settlement_rows, control_rows;
     int64_t                   started_ms;    /* of the current phase */
@@ -86,6 +87,7 @@ static int mc_recon_copy_control(mc_recon_t *r);
 static mc_pgcopy_t *mc_recon_copy_open(mc_recon_t *r, const char *sql);
 static int mc_recon_copy_close(mc_recon_t *r, mc_pgcopy_t *copy, int parsed,
     const char *file, const char *perr);
+static int mc_recon_zones(mc_recon_t *r);
 static int mc_recon_fetch_start(mc_recon_t *r);
 static void *mc_recon_fetch_thread(void *arg);
 static int mc_recon_fetch_wait(mc_recon_t *r, int abandon);
@@ -516,10 +518,74 @@ mc_recon_copy_close(mc_recon_t *r, mc_pgcopy_t *copy, int parsed,
 }
 
 
+/*
+ * Each zoned server's window in its own wall-clock seconds, and the
+ * zone's offset now, read from the database's time zone data before the
+ * fetch starts (the connection is the main thread's).  A zone the
+ * database does not know is an error named with its server.
+ */
+static int
+mc_recon_zones(mc_recon_t *r)
+{
+    int                  i;
+    char                 from[24], to[24];
+    PGresult            *res;
+    const char          *params[3];
+    mc_server_config_t  *srv;
+
+    snprintf(from, sizeof(from), "%" PRId64, r->window_start);
+    snprintf(to, sizeof(to), "%" PRId64, r->deal_window_end);
+
+    for (i = 0; i < r->cfg->nservers; i++) {
+        srv = &r->cfg->servers[i];
+        memset(&r->zones[i], 0, sizeof(mc_recon_zone_t));
+
+        if (srv->time_zone[0] == '\0') {
+            continue;
+        }
+
+        params[0] = from;
+        params[1] = to;
+        params[2] = srv->time_zone;
+
+        res = mc_recon_exec(r,
+            "SELECT extract(epoch FROM timezone($3, to_timestamp($1)))"
+            "::bigint, extract(epoch FROM timezone($3, to_timestamp($2)))"
+            "::bigint, extract(epoch FROM timezone($3, now()) "
+            "- timezone('UTC', now()))::bigint", 3, params);
+
+        if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+            snprintf(r->err, sizeof(r->err), "[server %s] time_zone "
+                     "\"%s\": %s", srv->name, srv->time_zone,
+                     PQresultErrorMessage(res));
+            PQclear(res);
+            return MC_RECON_FAILED;
+        }
+
+        r->zones[i].set = 1;
+        r->zones[i].from = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        r->zones[i].to = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        r->zones[i].offset_now = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+        PQclear(res);
+
+        mc_log(MC_LOG_INFO, "reconcile: MT5 server %s in %s: the window is "
+               "%" PRId64 "..%" PRId64 " server time (UTC%+" PRId64 " min "
+               "now)", srv->name, srv->time_zone, r->zones[i].from,
+               r->zones[i].to, r->zones[i].offset_now / 60);
+    }
+
+    return 0;
+}
+
+
 /* the deals go to an unlinked temporary file first, a buffer at a time */
 static int
 mc_recon_fetch_start(mc_recon_t *r)
 {
+    if (mc_recon_zones(r) != 0) {
+        return MC_RECON_FAILED;
+    }
+
     r->fetch_spool = tmpfile();
     r->fetch_copy = malloc(sizeof(mc_pgcopy_t));
 
@@ -550,7 +616,7 @@ mc_recon_fetch_thread(void *arg)
 
     r->fetch_rc = mc_recon_fetch(r->cfg, r->fetch_copy, r->run_id,
                                  r->window_start, r->deal_window_end,
-                                 &r->fetch_abort, &r->fetched,
+                                 r->zones, &r->fetch_abort, &r->fetched,
                                  r->deals_digest, r->fetch_err,
                                  sizeof(r->fetch_err));
 
@@ -653,7 +719,7 @@ mc_recon_copy_deals(mc_recon_t *r)
     copy = mc_recon_copy_open(r,
                "COPY mt5credit.recon_deal_in (run_id, mt5_server, "
                "deal_ticket, mt5_login, amount_minor, currency, comment, "
-               "deal_epoch) FROM STDIN");
+               "deal_epoch, server_time, time_zone) FROM STDIN");
     if (copy == NULL) {
         return MC_RECON_FAILED;
     }

@@ -28,6 +28,10 @@
 #define MC_FETCH_SESSIONS_MAX  16
 
 
+/* the measured offset is a clock difference, not a whole minute */
+#define MC_RECON_ZONE_SLACK  90
+
+
 typedef struct {
     uint64_t               login;
     const mc_mt5_group_t  *group;
@@ -39,6 +43,7 @@ typedef struct {
     mc_pgcopy_t             *copy;
     int64_t                  run_id;
     int64_t                  offset;       /* server time - UTC */
+    const mc_recon_zone_t   *zone;         /* NULL: none configured */
     int64_t                  from, to;     /* server time, [from, to) */
     volatile sig_atomic_t   *stop;
 
@@ -81,7 +86,8 @@ static void mc_recon_fetch_fail(mc_fetch_t *f, mc_mt5_session_t *s,
 
 int
 mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
-    int64_t from_utc, int64_t to_utc, volatile sig_atomic_t *stop,
+    int64_t from_utc, int64_t to_utc, const mc_recon_zone_t *zones,
+    volatile sig_atomic_t *stop,
     mc_recon_fetch_stats_t *st, char *digest, char *err, size_t errlen)
 {
     int                i, rc, sessions;
@@ -103,6 +109,7 @@ mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
     for (i = 0; i < cfg->nservers; i++) {
         memset(&f, 0, sizeof(f));
         f.srv = &cfg->servers[i];
+        f.zone = zones != NULL && zones[i].set ? &zones[i] : NULL;
         f.copy = copy;
         f.run_id = run_id;
         f.stop = stop;
@@ -175,6 +182,28 @@ mc_recon_fetch_plan(mc_fetch_t *f, mc_mt5_session_t *s, int64_t from_utc,
     /* the window in the server's own clock (reference section 7) */
     f->from = from_utc + f->offset;
     f->to = to_utc + f->offset;
+
+    /*
+     * With its zone known, the window is the zone's (a day that began
+     * under another offset begins where that offset put it), and the
+     * server's clock must agree with the zone now: a zone that is not
+     * the server's would cut every day wrong.
+     */
+    if (f->zone != NULL) {
+        if (f->offset - f->zone->offset_now > MC_RECON_ZONE_SLACK
+            || f->zone->offset_now - f->offset > MC_RECON_ZONE_SLACK)
+        {
+            snprintf(f->err, f->errlen, "MT5 server %s: its clock is UTC%+"
+                     PRId64 " min, its time_zone \"%s\" says UTC%+" PRId64
+                     " min now: the zone is not the server's",
+                     f->srv->name, f->offset / 60, f->srv->time_zone,
+                     f->zone->offset_now / 60);
+            return -1;
+        }
+
+        f->from = f->zone->from;
+        f->to = f->zone->to;
+    }
 
     mc_log(MC_LOG_INFO, "reconcile: MT5 server %s: clock UTC%+" PRId64
            " min", f->srv->name, f->offset / 60);
@@ -434,11 +463,20 @@ mc_recon_fetch_row(mc_fetch_t *f, const mc_mt5_deal_t *d,
     mc_pgcopy_text(f->copy, g->currency);
     mc_pgcopy_text(f->copy, d->comment);
     mc_pgcopy_i64(f->copy, d->time - f->offset);
+    mc_pgcopy_i64(f->copy, d->time);
+    if (f->zone != NULL) {
+        mc_pgcopy_text(f->copy, f->srv->time_zone);
+    } else {
+        mc_pgcopy_null(f->copy);
+    }
     mc_pgcopy_row_end(f->copy);
 
+    /* the zone is part of the input: it decides the deal's day */
     len = snprintf(canon, sizeof(canon), "%s|%" PRIu64 "|%" PRIu64 "|%"
-                   PRId64 "|%s|%s|%" PRId64, f->srv->name, d->deal, d->login,
-                   minor, g->currency, d->comment, d->time - f->offset);
+                   PRId64 "|%s|%s|%" PRId64 "%s%s", f->srv->name, d->deal,
+                   d->login, minor, g->currency, d->comment,
+                   d->time - f->offset, f->zone != NULL ? "|" : "",
+                   f->zone != NULL ? f->srv->time_zone : "");
     if (len >= (int) sizeof(canon)) {
         len = (int) sizeof(canon) - 1;
     }

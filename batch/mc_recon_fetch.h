@@ -34,15 +34,34 @@ typedef struct {
 
 
 /*
+ * A server's time zone (its time_zone), as the database reads it for this
+ * run: the window in the server's wall-clock seconds, and the zone's
+ * offset now, which the server's own clock must show.
+ */
+typedef struct {
+    int       set;
+    int64_t   from;              /* the window's start, server time */
+    int64_t   to;                /* its end */
+    int64_t   offset_now;        /* the zone's UTC offset now, seconds */
+} mc_recon_zone_t;
+
+
+/*
  * [from_utc, to_utc) in UTC seconds; each server's own clock offset is
- * read from it.  Rows: run_id, server, ticket, login, amount (minor,
- * signed), currency, comment, UTC seconds.  Up to recon_sessions sessions
+ * read from it.  zones[i] (NULL: none) is the i-th server's zone: the
+ * window is its, every deal's UTC time is the database's conversion of
+ * its server time in that zone (a deal made under last week's offset
+ * falls on its day), and a server whose clock disagrees with the zone
+ * fails the fetch.  Rows: run_id, server, ticket, login, amount (minor,
+ * signed), currency, comment, UTC seconds at the offset measured now,
+ * server time, the zone or NULL.  Up to recon_sessions sessions
  * per server (never more than its `sessions`) fetch in parallel.
  * digest (33 bytes): 32 hex digits over every row, independent of their
  * order.  0, or -1 with the reason.
  */
 int mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
-    int64_t from_utc, int64_t to_utc, volatile sig_atomic_t *stop,
+    int64_t from_utc, int64_t to_utc, const mc_recon_zone_t *zones,
+    volatile sig_atomic_t *stop,
     mc_recon_fetch_stats_t *st, char *digest, char *err, size_t errlen);
 
 

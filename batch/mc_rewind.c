@@ -293,7 +293,10 @@ mc_rewind_write(const char *path, const char *sysid, int timeline,
 }
 
 
-/* after a rewind was handled: each file says what the database holds */
+/*
+ * After a rewind was handled: each file says what the database holds, a
+ * credit it lost entirely at attempt 0 (no longer "behind", sql/037).
+ */
 static int
 mc_rewind_realign(mc_db_t *db, mc_rewind_fact_t *facts, int n,
     const mc_db_identity_t *id)

@@ -14,6 +14,11 @@
 #   - a credit of the lost timeline ending anything but done with its
 #     original ticket, found by its reference
 #   - the rewind going unnoticed by a person: a critical case
+#   - a new credit taking a number the lost timeline gave out: its
+#     reference (dep:<id>) would stand beside the lost one's deal in MT5
+#   - a credit lost entirely (made after the snapshot) keeping the worker
+#     in a rewind for ever: every round marked the pending credits for
+#     lookup again, and nothing new was claimed
 
 use strict;
 use warnings;
@@ -54,6 +59,12 @@ sub scenario {
            !grep { $st->status_of($_) ne 'done' } @ids }, 60),
        "$what: the worker credits all five");
     my %ticket = map { $_ => $st->credit($_)->{ticket} } @ids;
+
+    # two more, made after the snapshot: the restore loses them entirely
+    my @lost = map { $st->pay(login => 70001, amount => 100 * $_ + 3) } 1 .. 2;
+    ok(Mt5Credit::Worker::wait_for(sub {
+           !grep { $st->status_of($_) ne 'done' } @lost }, 60),
+       "$what: two credits made after the snapshot");
     $st->stop_worker('w1');
 
     # the database comes back as it was in the snapshot
@@ -88,6 +99,15 @@ sub scenario {
     like(Mt5Credit::Worker::log_of($sb, 'w1'),
          qr/ALERT.*database_rewound.*went back in time/,
          "$what: a person is alerted");
+
+    my $new = $st->pay(login => 70001, amount => 4242);
+    cmp_ok($new, '>', $lost[-1],
+           "$what: a new credit never takes a number the lost timeline used");
+    ok($st->wait_status($new, 'done'), "$what: ... and is credited");
+    is(scalar @{ $st->deals_with("dep:$new") }, 1,
+       "$what: ... its reference on one deal only");
+    is(join(' ', map { scalar @{ $st->deals_with("dep:$_") } } @lost), '1 1',
+       "$what: the lost timeline's deals stay alone under theirs");
     $st->stop_worker('w1');
 }
 

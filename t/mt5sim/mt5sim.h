@@ -216,6 +216,8 @@ typedef struct {
     const char  *amount;
     const char  *comment;
     int          check_margin;
+    int64_t      time_msc;      /* 0: now; else a back-dated dealer entry,
+                                   server ms (control port only) */
 } mt5sim_balance_req_t;
 
 int mt5sim_ledger_init(mt5sim_ledger_t *l);

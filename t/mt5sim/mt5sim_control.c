@@ -10,7 +10,9 @@
  *   DELETE /control/fault, /control/faults  clear all; hung requests go on
  *   GET    /control/faults                  the armed faults
  *   POST   /control/deal                    a dealer's balance operation
- *                                           from the terminal (journaled)
+ *                                           from the terminal (journaled);
+ *                                           "time" back-dates it (tests of
+ *                                           past days)
  *   POST   /control/time                    {"offset_minutes":N}
  *   GET    /control/time                    offset and server time
  *   GET    /control/ledger                  every deal and account
@@ -123,18 +125,20 @@ mt5sim_control_deal(mt5sim_t *srv, json_t *body,
     mt5sim_control_reply_t *out)
 {
     char                  err[MT5SIM_ERR_MAX];
-    json_int_t            manager, login, type = 2;
+    json_int_t            manager, login, type = 2, time = 0;
     const char           *amount, *comment = "";
     uint64_t              ticket = 0;
     int                   rc;
     mt5sim_balance_req_t  r;
 
-    if (json_unpack(body, "{s:I,s:I,s?I,s:s,s?s}", "manager", &manager,
+    if (json_unpack(body, "{s:I,s:I,s?I,s:s,s?s,s?I}", "manager", &manager,
                     "login", &login, "type", &type, "amount", &amount,
-                    "comment", &comment) != 0)
+                    "comment", &comment, "time", &time) != 0
+        || time < 0)
     {
         mt5sim_control_error(out, 400, "need manager, login, amount "
-                             "(text), optional type and comment");
+                             "(text), optional type, comment and time "
+                             "(server seconds, to back-date it)");
         return;
     }
 
@@ -143,6 +147,7 @@ mt5sim_control_deal(mt5sim_t *srv, json_t *body,
     r.type = (int) type;
     r.amount = amount;
     r.comment = comment;
+    r.time_msc = (int64_t) time * 1000;
 
     rc = mt5sim_ledger_balance(&srv->ledger, (uint64_t) manager, &r, &ticket,
                                err);

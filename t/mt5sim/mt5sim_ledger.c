@@ -854,7 +854,7 @@ mt5sim_ledger_balance(mt5sim_ledger_t *l, uint64_t manager,
     d.action = r->type;
     d.digits = g->digits;
     d.amount = amount;
-    d.time_msc = mt5sim_server_ms(l);
+    d.time_msc = r->time_msc != 0 ? r->time_msc : mt5sim_server_ms(l);
     n = mt5sim_utf16_prefix(r->comment, l->comment_units);
     if (n >= sizeof(d.comment)) {
         n = sizeof(d.comment) - 1;

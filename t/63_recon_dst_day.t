@@ -1,0 +1,106 @@
+#!/usr/bin/perl
+#
+# Reconciliation of the day an MT5 server's summer time began.  Deal
+# times are the server's wall clock; most brokers run it on Eastern
+# European time, UTC+2 in winter, +3 in summer (2026-03-29 01:00 UTC).
+# Deals of that day were made under both offsets, and the run, months
+# later, measures a third moment's.  With the server's zone configured
+# (time_zone), impossible:
+#   - a deal near midnight falling on the wrong day: each deal's UTC time
+#     is its server time read in the zone, the offset of its own moment
+#   - a deal of the day left out of the fetch: the window in server time
+#     is the zone's, from the day's first offset to its last
+#   - a zone that is not the server's cutting every day wrong: the run
+#     refuses when the server's clock disagrees with it now, and a zone
+#     the database does not know is named with its server
+# Without a zone the offset measured at the run applies to every deal
+# (shown, so the difference is visible).
+
+use strict;
+use warnings;
+
+use Test::More;
+
+use lib 't/lib';
+use Mt5Credit::Stack;
+use Mt5Credit::Settlement;
+use Mt5Credit::Worker;
+
+my $st = Mt5Credit::Stack->new;
+my $sb = $st->sb;
+my $sim = $st->sim;
+$st->account(login => 76301);
+
+# the simulator keeps UTC+2 now: Riga's offset in December
+$sim->set_offset(120);
+
+sub server_time {          # UTC "YYYY-MM-DD HH:MM" and the offset in force
+    my ($utc, $hours) = @_;
+    my ($y, $m, $d, $H, $M) = $utc =~ /^(\d+)-(\d+)-(\d+) (\d+):(\d+)$/;
+    require Time::Local;
+    return Time::Local::timegm(0, $M, $H, $d, $m - 1, $y) + $hours * 3600;
+}
+
+# made by a dealer at the time, no reference: each is a finding of its day
+my %deal;
+for my $d ([ A => '2026-03-28 23:30', 2 ],     # the day before
+           [ B => '2026-03-29 00:30', 2 ],     # before the change, UTC+2
+           [ C => '2026-03-29 23:30', 3 ],     # after it, UTC+3
+           [ D => '2026-03-30 00:30', 3 ]) {   # the day after
+    my ($name, $utc, $h) = @$d;
+    $deal{$name} = $sim->manual_deal(login => 76301, amount => '10.00',
+                                     comment => "bonus $name",
+                                     time => server_time($utc, $h));
+}
+my %name_of = reverse %deal;
+
+# a day whose settlement moved no client money (one Stripe fee): only
+# MT5's side has anything to match
+my @fee = ({ id => 'txn_fee_1', category => 'fee', gross => -100,
+             at => server_time('2026-03-29 12:00', 0) });
+my $csv = $sb->write_file('settlement.csv',
+                          Mt5Credit::Settlement::stripe_csv(\@fee));
+my $control = $sb->write_file('control.csv',
+                              Mt5Credit::Settlement::control_csv(\@fee));
+
+sub reconcile {
+    my (%srv) = @_;
+    my $conf = Mt5Credit::Worker::config($sb, 'recon',
+        servers => [ [ 'live1', $sim, recon_groups => 'real\\usd', %srv ] ],
+        recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
+                          . ' dbname=mt5credit user=recon"',
+        recon_out => $sb->dir, call_timeout => 3, lease => 20);
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
+        '--provider', 'stripe', '--day', '2026-03-29', '--tz', 'UTC',
+        '--currency', 'USD', '--format', 'stripe', '--settlement', $csv, '--control', $control);
+    my ($run) = $out =~ /^run (\d+):/m;
+    my $found = join ' ', sort map { $name_of{ ($_->[0] =~ /:(\d+)$/)[0] }
+                                     // $_->[0] } @{ $sb->psql(
+        "SELECT item_key FROM mt5credit.recon_item WHERE run_id = "
+        . ($run // 0) . " AND kind = 'deal_without_reference'") };
+    return ($rc, $out, $found);
+}
+
+my ($rc, $out, $found) = reconcile(time_zone => 'Europe/Riga');
+is($rc, 1, 'the zoned run finds breaks (exit 1)') or diag $out;
+is($found, 'B C',
+   'exactly the two deals of the day, one under each offset');
+
+($rc, $out, $found) = reconcile(time_zone => 'EET-2EEST,M3.5.0/3,M10.5.0/4');
+is($found, 'B C', '... the same with the zone as a POSIX rule') or diag $out;
+
+($rc, $out, $found) = reconcile();
+is($found, 'B', 'without a zone, the late deal (UTC+3) moves to the next day')
+    or diag $out;
+
+($rc, $out) = reconcile(time_zone => 'Asia/Tokyo');
+isnt($rc, 0, 'a zone that is not the server\'s: the run refuses');
+like($out, qr/clock is UTC\+120 min, its time_zone "Asia\/Tokyo" says UTC\+540 min/,
+     '... naming both clocks');
+
+($rc, $out) = reconcile(time_zone => 'Mars/Olympus');
+isnt($rc, 0, 'a zone the database does not know: refused');
+like($out, qr/\[server live1\] time_zone "Mars\/Olympus"/,
+     '... named with its server');
+
+done_testing;
