@@ -355,9 +355,10 @@ sub chaos_once {
     } elsif ($k eq 'clock') {
         # the server's UTC offset steps, as at summer time (+1 h, -1 h from
         # summer) or a clock set back 10 min, with credits unknown.  Not
-        # within two hours of midnight UTC: reconciliation still cuts the
-        # day by the offset measured at its run (docs/worker.md, not yet
-        # covered), and a soak is shorter than that
+        # within two hours of midnight UTC: these steps follow no time
+        # zone's rules, so the soak's reconciliation has no time_zone and
+        # cuts the day by the offset measured at its run (t/63 covers the
+        # zoned day cut), and a soak is shorter than that
         my @utc = gmtime;
         my $min = $utc[2] * 60 + $utc[1];
         return if $min < 120 || $min >= 22 * 60;
