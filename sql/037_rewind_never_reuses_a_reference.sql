@@ -13,6 +13,15 @@
 -- lost timeline gave out fewer than that between its last backup and the
 -- failure, or the gap is a case for a person anyway.
 --
+-- One reference is not a row's own number: a withdrawal's debit is
+-- "wd:<withdrawal id>", and a withdrawal approved in the lost timeline
+-- (its debit made in MT5) comes back prepared, to be approved again.
+-- Its new debit would be made a second time.  So every rewind is
+-- recorded with the highest withdrawal number it found, and a debit of
+-- a withdrawal at or below any such number starts unknown: looked up by
+-- its reference before any call (found: done with the lost timeline's
+-- deal; absent in a complete answer: made).
+--
 -- A rewind can lose a credit entirely (made after the snapshot): its
 -- kept claim then names a credit the database will never have again, and
 -- db_identity() found it "behind" at every round, so every round marked
@@ -24,6 +33,24 @@
 -- database_rewound() and db_identity() (029's) are re-declared here; this
 -- file holds their current definitions (what is new is marked 037).
 --
+
+CREATE TABLE mt5credit.database_rewind (
+    id                  bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at                  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    noticed_by          text        NOT NULL,
+    -- withdrawals numbered up to this may have been debited in the lost
+    -- timeline
+    withdrawals_upto    bigint      NOT NULL CHECK (withdrawals_upto >= 0),
+    detail              jsonb       NOT NULL DEFAULT '{}'
+);
+
+COMMENT ON TABLE mt5credit.database_rewind IS
+    'Each time a worker found the database gone back in time (029, 037)';
+
+CREATE TRIGGER database_rewind_append_only
+    BEFORE UPDATE OR DELETE ON mt5credit.database_rewind
+    FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
 
 CREATE OR REPLACE FUNCTION mt5credit.db_identity(p_credits bigint[],
     p_attempts integer[])
@@ -76,6 +103,11 @@ BEGIN
     WHERE status = 'pending';
     GET DIAGNOSTICS v_n = ROW_COUNT;
 
+    -- 037: which withdrawals the lost timeline may have debited
+    INSERT INTO database_rewind (noticed_by, withdrawals_upto, detail)
+    VALUES (p_worker, coalesce((SELECT max(id) FROM withdrawal), 0),
+            coalesce(p_detail, '{}'));
+
     -- 037: numbers the lost timeline gave out are never given again
     v_credit := setval(pg_get_serial_sequence('mt5credit.mt5_credit', 'id'),
                        greatest((SELECT max(id) FROM mt5_credit), 0)
@@ -95,3 +127,38 @@ BEGIN
     RETURN v_n;
 END
 $$;
+
+
+-- a withdrawal's debit that may have been made before a rewind: looked up
+-- by its reference first (pending -> unknown, as 029's rewind does)
+CREATE FUNCTION mt5credit.withdrawal_debit_after_rewind()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+AS $$
+DECLARE
+    v_detail  text := current_setting('mt5credit.detail', true);
+BEGIN
+    IF EXISTS (SELECT 1 FROM database_rewind r
+               WHERE NEW.withdrawal_id <= r.withdrawals_upto)
+    THEN
+        -- the approver's transaction: its detail is put back afterwards
+        PERFORM set_config('mt5credit.detail',
+            (coalesce(nullif(v_detail, ''), '{}')::jsonb
+             || jsonb_build_object('step', 'withdrawal debit after a '
+                                   'rewind: looked up first'))::text, true);
+        UPDATE mt5_credit
+        SET status = 'unknown', attempts = attempts + 1,
+            lease_expires_at = clock_timestamp(), next_check_at = NULL
+        WHERE id = NEW.id AND status = 'pending';
+        PERFORM set_config('mt5credit.detail', coalesce(v_detail, ''), true);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER mt5_credit_withdrawal_after_rewind
+    AFTER INSERT ON mt5credit.mt5_credit
+    FOR EACH ROW
+    WHEN (NEW.kind = 'withdrawal')
+    EXECUTE FUNCTION mt5credit.withdrawal_debit_after_rewind();

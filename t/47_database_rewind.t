@@ -16,6 +16,9 @@
 #   - the rewind going unnoticed by a person: a critical case
 #   - a new credit taking a number the lost timeline gave out: its
 #     reference (dep:<id>) would stand beside the lost one's deal in MT5
+#   - a withdrawal approved and debited in the lost timeline, approved
+#     again after the restore, debited twice: its debit ("wd:<id>") is
+#     looked up first and found
 #   - a credit lost entirely (made after the snapshot) keeping the worker
 #     in a rewind for ever: every round marked the pending credits for
 #     lookup again, and nothing new was claimed
@@ -44,10 +47,28 @@ sub cp_tree {
     system('cp', '-a', $from, $to) == 0 or die "cp $from $to";
 }
 
+my $nwd = 0;
+
 sub scenario {
     my ($what, $promote) = @_;
 
     my @ids = map { $st->pay(login => 70001, amount => 1000 * $_ + 7) } 1 .. 5;
+
+    # a withdrawal, prepared by one person before the snapshot
+    $nwd++;
+    my $wd = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
+        . "'alice', 'rewind-wd-$nwd', 'stripe', 'live1', 70001, 500, 'USD', "
+        . "'ba_rewind_$nwd')", user => 'portal');
+    my $wid = $sb->sql1("SELECT id FROM mt5credit.withdrawal WHERE "
+                        . "reference = '$wd'");
+    my $approve = sub {
+        my $digest = $sb->sql1("SELECT mt5credit.withdrawal_prepare('$wd', "
+                               . "'ok')", user => 'ops_alice');
+        $sb->psql("SELECT mt5credit.withdrawal_approve('$wd', '$digest', "
+                  . "'ok')", user => 'ops_bob');
+        return $sb->sql1("SELECT id FROM mt5credit.mt5_credit WHERE "
+                         . "withdrawal_id = $wid");
+    };
 
     # the snapshot, taken while they are pending
     $sb->stop_postgres;
@@ -65,6 +86,10 @@ sub scenario {
     ok(Mt5Credit::Worker::wait_for(sub {
            !grep { $st->status_of($_) ne 'done' } @lost }, 60),
        "$what: two credits made after the snapshot");
+    my $debit = $approve->();
+    ok($st->wait_status($debit, 'done', 30),
+       "$what: the withdrawal approved and debited after the snapshot");
+    my $wd_ticket = $st->credit($debit)->{ticket};
     $st->stop_worker('w1');
 
     # the database comes back as it was in the snapshot
@@ -99,6 +124,17 @@ sub scenario {
     like(Mt5Credit::Worker::log_of($sb, 'w1'),
          qr/ALERT.*database_rewound.*went back in time/,
          "$what: a person is alerted");
+
+    # the withdrawal is back to requested: two people approve it again
+    my $again = $approve->();
+    ok($st->wait_status($again, 'done', 30),
+       "$what: approved again after the restore, its debit is done");
+    is(scalar @{ $st->deals_with("wd:$wid") }, 1,
+       "$what: ... with the one deal wd:$wid, never a second");
+    is($st->credit($again)->{ticket}, $wd_ticket,
+       "$what: ... found by its reference: the lost timeline's deal");
+    like(join(' ', @{ $st->history_of($again) }), qr/^->pending pending>unknown/,
+         "$what: ... looked up before any call");
 
     my $new = $st->pay(login => 70001, amount => 4242);
     cmp_ok($new, '>', $lost[-1],
