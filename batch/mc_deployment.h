@@ -33,4 +33,20 @@ mc_deployment_rc_e mc_deployment_check(PGconn *conn, const char *configured,
     char *err, size_t errlen);
 
 
+/*
+ * A program's one connection (payout, poll-provider): connected with the
+ * bounds of mc_pgconn.c and its tag checked.  NULL, said on stderr under
+ * the command's name, when either fails.
+ */
+PGconn *mc_deployment_connect(const char *conninfo, const char *configured,
+    const char *cmd);
+
+/*
+ * PQreset() of such a connection, which may reach another server: -1
+ * (logged) when it now reaches another deployment's database.
+ */
+int mc_deployment_reset(PGconn *conn, const char *configured,
+    const char *cmd);
+
+
 #endif /* MC_DEPLOYMENT_H */

@@ -35,7 +35,6 @@
 #include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_payout.h"
-#include "mc_pgconn.h"
 #include "mc_provider_api.h"
 
 
@@ -108,7 +107,6 @@ int
 mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 {
     int          rc;
-    char         err[512];
     unsigned     slept;
     mc_payout_t  p;
 
@@ -122,21 +120,9 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         return 2;
     }
 
-    p.conn = mc_pgconn_connect(cfg->database);
-
-    if (PQstatus(p.conn) != CONNECTION_OK) {
-        fprintf(stderr, "mt5credit: payout: %s", PQerrorMessage(p.conn));
-        PQfinish(p.conn);
-        mc_papi_close(&p.api);
-        return 1;
-    }
-
-    /* another deployment's database: nothing is sent for it */
-    if (mc_deployment_check(p.conn, cfg->deployment_tag, err, sizeof(err))
-        != MC_DEPLOYMENT_OK)
-    {
-        fprintf(stderr, "mt5credit: payout: %s\n", err);
-        PQfinish(p.conn);
+    p.conn = mc_deployment_connect(cfg->database, cfg->deployment_tag,
+                                   "payout");
+    if (p.conn == NULL) {
         mc_papi_close(&p.api);
         return 1;
     }
@@ -159,14 +145,10 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         }
 
         if (PQstatus(p.conn) != CONNECTION_OK) {
-            PQreset(p.conn);
-
             /* a new connection may reach another server: asked again */
-            if (PQstatus(p.conn) == CONNECTION_OK
-                && mc_deployment_check(p.conn, cfg->deployment_tag, err,
-                                       sizeof(err)) == MC_DEPLOYMENT_MISMATCH)
+            if (mc_deployment_reset(p.conn, cfg->deployment_tag, "payout")
+                != 0)
             {
-                mc_log(MC_LOG_ERROR, "payout: %s", err);
                 rc = 1;
                 break;
             }

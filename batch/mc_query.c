@@ -22,7 +22,6 @@
 
 #include "mc_deployment.h"
 #include "mc_log.h"
-#include "mc_pgconn.h"
 #include "mc_provider_api.h"
 #include "mc_query.h"
 
@@ -52,7 +51,6 @@ int
 mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 {
     int         rc;
-    char        err[512];
     unsigned    slept;
     mc_query_t  q;
 
@@ -65,23 +63,10 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         return 2;
     }
 
-    q.conn = mc_pgconn_connect(cfg->query_database[0] != '\0'
-                               ? cfg->query_database : cfg->database);
-
-    if (PQstatus(q.conn) != CONNECTION_OK) {
-        fprintf(stderr, "mt5credit: poll-provider: %s",
-                PQerrorMessage(q.conn));
-        PQfinish(q.conn);
-        mc_papi_close(&q.api);
-        return 1;
-    }
-
-    /* another deployment's database: nothing is sent for it */
-    if (mc_deployment_check(q.conn, cfg->deployment_tag, err, sizeof(err))
-        != MC_DEPLOYMENT_OK)
-    {
-        fprintf(stderr, "mt5credit: poll-provider: %s\n", err);
-        PQfinish(q.conn);
+    q.conn = mc_deployment_connect(cfg->query_database[0] != '\0'
+                                   ? cfg->query_database : cfg->database,
+                                   cfg->deployment_tag, "poll-provider");
+    if (q.conn == NULL) {
         mc_papi_close(&q.api);
         return 1;
     }
@@ -104,14 +89,10 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         }
 
         if (PQstatus(q.conn) != CONNECTION_OK) {
-            PQreset(q.conn);
-
             /* a new connection may reach another server: asked again */
-            if (PQstatus(q.conn) == CONNECTION_OK
-                && mc_deployment_check(q.conn, cfg->deployment_tag, err,
-                                       sizeof(err)) == MC_DEPLOYMENT_MISMATCH)
+            if (mc_deployment_reset(q.conn, cfg->deployment_tag, "poll-provider")
+                != 0)
             {
-                mc_log(MC_LOG_ERROR, "poll-provider: %s", err);
                 rc = 1;
                 break;
             }
