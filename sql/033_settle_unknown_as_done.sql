@@ -358,6 +358,29 @@ $$;
 -- request already answered, or a credit no longer unknown, records
 -- nothing (false).
 --
+-- the request a verdict answers: the credit locked, still unknown at this
+-- attempt, and waiting for this very ticket; NULL when any has moved on
+CREATE FUNCTION mt5credit.settle_request_held(p_id bigint, p_attempt integer,
+    p_ticket bigint)
+RETURNS mt5credit.money_proposal
+LANGUAGE plpgsql
+SET search_path = mt5credit, pg_temp
+AS $$
+DECLARE
+    p  money_proposal;
+BEGIN
+    PERFORM 1 FROM mt5_credit
+    WHERE id = p_id AND status = 'unknown' AND attempts = p_attempt
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    p := settle_request(p_id);
+    RETURN CASE WHEN p.deal_ticket = p_ticket THEN p END;
+END
+$$;
+
+
 CREATE FUNCTION mt5credit.settle_verified(p_id bigint, p_attempt integer,
     p_ticket bigint, p_worker text, p_detail jsonb)
 RETURNS boolean
@@ -366,19 +389,13 @@ SET search_path = mt5credit, pg_temp
 AS $$
 DECLARE
     v_cr    mt5_credit;
-    p       money_proposal;
+    p       money_proposal := settle_request_held(p_id, p_attempt, p_ticket);
     v_held  bigint;
 BEGIN
-    SELECT * INTO v_cr FROM mt5_credit
-    WHERE id = p_id AND status = 'unknown' AND attempts = p_attempt
-    FOR UPDATE;
-    IF NOT FOUND THEN
+    IF p.id IS NULL THEN
         RETURN false;
     END IF;
-    p := settle_request(p_id);
-    IF p.id IS NULL OR p.deal_ticket <> p_ticket THEN
-        RETURN false;
-    END IF;
+    SELECT * INTO STRICT v_cr FROM mt5_credit WHERE id = p_id;
 
     -- held by another credit since it was proposed: refused, not recorded
     SELECT id INTO v_held FROM mt5_credit
@@ -421,17 +438,10 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 AS $$
 DECLARE
-    p  money_proposal;
+    p  money_proposal := settle_request_held(p_id, p_attempt, p_ticket);
     c  "case";
 BEGIN
-    PERFORM 1 FROM mt5_credit
-    WHERE id = p_id AND status = 'unknown' AND attempts = p_attempt
-    FOR UPDATE;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    p := settle_request(p_id);
-    IF p.id IS NULL OR p.deal_ticket <> p_ticket THEN
+    IF p.id IS NULL THEN
         RETURN false;
     END IF;
 
@@ -461,6 +471,7 @@ $$;
 
 REVOKE ALL ON FUNCTION
     mt5credit.settle_request(bigint),
+    mt5credit.settle_request_held(bigint, integer, bigint),
     mt5credit.case_propose_settle_done(bigint, bigint, bigint, text, jsonb),
     mt5credit.settle_verified(bigint, integer, bigint, text, jsonb),
     mt5credit.settle_refused(bigint, integer, bigint, text, jsonb)
