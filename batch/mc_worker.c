@@ -932,15 +932,17 @@ mc_worker_run(mc_worker_t *w, int once)
             next_sweep = now + w->cfg->sweep_interval * 1000LL;
         }
 
+        /* a tag set meanwhile is seen: asked once a round, for the
+           resolver and the claims alike */
+        w->deployment_checked = 0;
+
         if (now >= next_resolve) {
             (void) mc_resolver_round(w);
             next_resolve = now + w->cfg->resolve_interval * 1000LL;
         }
 
-        /* every round compares again: a restore need not reconnect us,
-           and a tag set meanwhile is seen */
+        /* every round compares again: a restore need not reconnect us */
         w->rewind_checked = 0;
-        w->deployment_checked = 0;
         (void) mc_worker_drain(w);
 
         if (once) {
