@@ -41,7 +41,6 @@ static int mc_cases_show(PGconn *conn, const char *id);
 static int mc_cases_call(PGconn *conn, const char *sql, int n,
     const char *const *params, const char *done);
 static char *mc_cases_evidence(const mc_cases_opts_t *o);
-static int mc_cases_id(const char *s);
 static int mc_cases_known(const char *action);
 
 
@@ -125,7 +124,7 @@ mc_cases_main(int argc, char **argv, const char *conninfo)
 
     id = optind < argc - 1 ? argv[optind + 1] : NULL;
 
-    if (strcmp(action, "list") != 0 && (id == NULL || !mc_cases_id(id))) {
+    if (strcmp(action, "list") != 0 && (id == NULL || !mc_cases_is_id(id))) {
         fprintf(stderr, "mt5credit: cases %s: which %s? give its number\n",
                 action, strcmp(action, "approve") == 0
                         || strcmp(action, "reject") == 0
@@ -390,8 +389,8 @@ mc_cases_evidence(const mc_cases_opts_t *o)
 }
 
 
-static int
-mc_cases_id(const char *s)
+int
+mc_cases_is_id(const char *s)
 {
     if (*s < '1' || *s > '9') {
         return 0;

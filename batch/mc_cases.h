@@ -21,5 +21,8 @@ int mc_cases_main(int argc, char **argv, const char *conninfo);
 
 void mc_cases_usage(FILE *f);
 
+/* a case, proposal or event number: digits, no leading zero */
+int mc_cases_is_id(const char *s);
+
 
 #endif /* MC_CASES_H */

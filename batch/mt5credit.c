@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "mc_cases.h"
+#include "mc_events.h"
 #include "mc_config.h"
 #include "mc_log.h"
 #include "mc_payout.h"
@@ -149,6 +150,12 @@ static const mc_command_t  mc_commands[] = {
     { "cases", mc_cmd_cases, "<action> [options]",
       "the case desk: list, show, assign, note, resolve, and the\n"
       "two-person money actions",
+      NULL, 0, NULL, NULL },
+
+    { "events", mc_cmd_cases, "<action> [options]",
+      "stored webhook events: list, show (the bytes as\n"
+      "received), replay through ingest's rules (never a\n"
+      "second credit)",
       NULL, 0, NULL, NULL },
 
     { "send-test-webhook", mc_cmd_testhook, "--url URL --secret-file FILE ...",
@@ -608,7 +615,8 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
     const char   *path, *database;
     mc_config_t  *cfg;
 
-    /* --config and --database are ours; the rest is the desk's */
+    /* --config and --database are ours; the rest is the desk's (cases and
+       events) */
     path = NULL;
     database = NULL;
 
@@ -639,9 +647,9 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
         database = cfg->desk_database;
     }
 
-    (void) cmd;
-
-    rc = mc_cases_main(argc, argv, database);
+    rc = strcmp(cmd->name, "events") == 0
+         ? mc_events_main(argc, argv, database)
+         : mc_cases_main(argc, argv, database);
     free(cfg);
 
     return rc;
