@@ -94,6 +94,10 @@ static const mc_key_t  mc_main_keys[] = {
       7 * 86400,
       "reconcile: MT5 deals are fetched this long past the day's end, for "
       "credits made late in the day (86400)" },
+    { "recon_match_window", MC_KEY_INT, MC_MAIN(recon_match_window), 0, 62,
+      "reconcile: days a settlement row and its credit may lie apart, "
+      "each way; inside it an unpaired item is in transit, past it a "
+      "break (7)" },
     { "recon_sessions", MC_KEY_INT, MC_MAIN(recon_sessions), 1, 16,
       "reconcile: Web API sessions per server fetching deals in parallel, "
       "at most the server's sessions (2)" },
@@ -214,6 +218,7 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->server_backoff = 5;
     cfg->group_cache = 60;
     cfg->recon_deal_grace = 86400;
+    cfg->recon_match_window = 7;
     cfg->recon_sessions = 2;
     strcpy(cfg->provider_api_url, "https://api.stripe.com");
     cfg->query_min_age = 600;

@@ -63,6 +63,7 @@ typedef struct {
     char                 recon_database[1024]; /* "": database */
     char                 desk_database[1024];  /* "": libpq's defaults */
     int                  recon_deal_grace; /* s of deals after the day */
+    int                  recon_match_window; /* days, each way */
     int                  recon_sessions;   /* per server, parallel fetch */
     char                 recon_out[512];   /* report directory */
     char                 query_database[1024]; /* "": database */

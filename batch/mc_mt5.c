@@ -1965,6 +1965,105 @@ mc_mt5_deals_beyond(mc_mt5_session_t *s, mc_mt5_param_t *params,
 
 
 mc_mt5_rc_e
+mc_mt5_deals_by_ticket(mc_mt5_session_t *s, const uint64_t *tickets,
+    size_t n, mc_mt5_deal_t **deals, size_t *found, int *retcode)
+{
+    int             dummy;
+    char           *list, *p;
+    size_t          i, got;
+    json_t         *root, *answer, *obj;
+    uint64_t        login, *asked;
+    mc_mt5_rc_e     rc;
+    mc_mt5_deal_t  *out;
+    mc_mt5_param_t  params[1];
+
+    if (retcode == NULL) {
+        retcode = &dummy;
+    }
+
+    *deals = NULL;
+    *found = 0;
+
+    if (n == 0 || n > MC_MT5_BATCH_TICKETS) {
+        mc_mt5_fail(s, "deal/get_batch: %zu tickets (1 to %d a call)", n,
+                    MC_MT5_BATCH_TICKETS);
+        return MC_MT5_NO_ANSWER;
+    }
+
+    list = malloc(n * MC_MT5_NUM_LEN + 1);
+    asked = malloc(n * sizeof(uint64_t));
+    if (list == NULL || asked == NULL) {
+        free(list);
+        free(asked);
+        mc_mt5_fail(s, "out of memory");
+        return mc_mt5_lost(s, NULL);
+    }
+
+    for (i = 0, p = list; i < n; i++) {
+        p += sprintf(p, "%s%" PRIu64, i ? "," : "", tickets[i]);
+        asked[i] = tickets[i];
+    }
+    qsort(asked, n, sizeof(uint64_t), mc_mt5_ticket_cmp);
+
+    params[0].key = "ticket"; params[0].value = list;
+    rc = mc_mt5_call(s, "/api/deal/get_batch", params, 1, &root, &answer,
+                     retcode);
+    free(list);
+
+    if (rc != MC_MT5_OK) {
+        free(asked);
+        return rc;
+    }
+
+    got = json_is_array(answer) ? json_array_size(answer) : 0;
+    out = malloc((got ? got : 1) * sizeof(mc_mt5_deal_t));
+
+    if (!json_is_array(answer) || got > n || out == NULL) {
+        mc_mt5_fail(s, "deal/get_batch: %zu deals for %zu tickets", got, n);
+        free(asked);
+        free(out);
+        return mc_mt5_lost(s, root);
+    }
+
+    for (i = 0; i < got; i++) {
+        obj = json_array_get(answer, i);
+
+        /* each deal on its own login, read first and then required */
+        if (!json_is_object(obj)
+            || mc_mt5_get_u64(s, obj, "Login", &login) != 0
+            || mc_mt5_deal(s, obj, login, &out[i]) != 0)
+        {
+            free(asked);
+            free(out);
+            return mc_mt5_lost(s, root);
+        }
+
+        if (bsearch(&out[i].deal, asked, n, sizeof(uint64_t),
+                    mc_mt5_ticket_cmp) == NULL)
+        {
+            mc_mt5_fail(s, "deal/get_batch: deal %" PRIu64 " was not asked "
+                        "for", out[i].deal);
+            free(asked);
+            free(out);
+            return mc_mt5_lost(s, root);
+        }
+    }
+
+    json_decref(root);
+    free(asked);
+
+    if (mc_mt5_deals_unique(s, out, got) != 0) {
+        free(out);
+        return mc_mt5_lost(s, NULL);
+    }
+
+    *deals = out;
+    *found = got;
+    return MC_MT5_OK;
+}
+
+
+mc_mt5_rc_e
 mc_mt5_deals(mc_mt5_session_t *s, uint64_t login, int64_t from, int64_t to,
     mc_mt5_deal_t **deals, size_t *n, int *retcode)
 {

@@ -104,6 +104,7 @@ typedef struct {
 #define MC_MT5_DEAL_BALANCE   2
 #define MC_MT5_PAGE_MAX       100
 #define MC_MT5_COMMENT_MAX    31
+#define MC_MT5_BATCH_TICKETS  100
 
 
 mc_mt5_session_t *mc_mt5_session_new(const mc_mt5_config_t *cfg);
@@ -183,6 +184,17 @@ mc_mt5_rc_e mc_mt5_deals(mc_mt5_session_t *s, uint64_t login, int64_t from,
  */
 mc_mt5_rc_e mc_mt5_deal_get(mc_mt5_session_t *s, uint64_t ticket,
     mc_mt5_deal_t *d, int *retcode);
+
+/*
+ * deal/get_batch?ticket=t1,t2,...: the deals of these tickets, on
+ * whatever logins they are (the caller checks), at most
+ * MC_MT5_BATCH_TICKETS a call.  A ticket the answer lacks has no deal; a
+ * deal in the answer that was not asked for, or twice, is
+ * MC_MT5_NO_ANSWER.  *deals is malloc'ed; free() it.
+ */
+mc_mt5_rc_e mc_mt5_deals_by_ticket(mc_mt5_session_t *s,
+    const uint64_t *tickets, size_t n, mc_mt5_deal_t **deals, size_t *found,
+    int *retcode);
 
 /*
  * user/logins?group=<group>: the logins of one group, ascending (sorted

@@ -94,6 +94,8 @@ static int mc_recon_fetch_wait(mc_recon_t *r, int abandon);
 static int mc_recon_load_settlement(mc_recon_t *r);
 static int mc_recon_copy_deals(mc_recon_t *r);
 static int mc_recon_finish(mc_recon_t *r);
+static int mc_recon_tickets(mc_recon_t *r);
+static int mc_recon_load_deals(mc_recon_t *r, const char *digest);
 static int mc_recon_incomplete(mc_recon_t *r, const char *reason);
 static int mc_recon_input_error(mc_recon_t *r, PGresult *res);
 static int mc_recon_outputs(mc_recon_t *r, int64_t run_id,
@@ -294,7 +296,8 @@ static int
 mc_recon_begin(mc_recon_t *r)
 {
     PGresult    *res;
-    const char  *params[8];
+    char         run[24], days[16];
+    const char  *params[8], *wparams[2];
 
     res = PQexec(r->conn, "BEGIN");
     PQclear(res);
@@ -323,6 +326,18 @@ mc_recon_begin(mc_recon_t *r)
     r->window_start = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
     r->window_end = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
     r->deal_window_end = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    PQclear(res);
+
+    snprintf(run, sizeof(run), "%" PRId64, r->run_id);
+    snprintf(days, sizeof(days), "%d", r->o->window);
+    wparams[0] = run;
+    wparams[1] = days;
+
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_window($1, $2)", 2,
+                        wparams);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        return mc_recon_input_error(r, res);
+    }
     PQclear(res);
 
     mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %s %s (%s) %s",
@@ -719,7 +734,7 @@ mc_recon_copy_deals(mc_recon_t *r)
     copy = mc_recon_copy_open(r,
                "COPY mt5credit.recon_deal_in (run_id, mt5_server, "
                "deal_ticket, mt5_login, amount_minor, currency, comment, "
-               "deal_epoch, server_time, time_zone) FROM STDIN");
+               "deal_epoch, server_time, time_zone, by_ticket) FROM STDIN");
     if (copy == NULL) {
         return MC_RECON_FAILED;
     }
@@ -744,28 +759,22 @@ mc_recon_copy_deals(mc_recon_t *r)
 static int
 mc_recon_finish(mc_recon_t *r)
 {
+    int          rc;
     int64_t      prev;
     PGresult    *res;
     char         run[24], verdict[64];
-    const char  *params[2] = { run, r->deals_digest };
+    const char  *params[1] = { run };
 
     snprintf(run, sizeof(run), "%" PRId64, r->run_id);
 
-    res = mc_recon_exec(r, "SELECT mt5credit.recon_load_deals($1, $2)", 2,
-                        params);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        return mc_recon_input_error(r, res);
+    if ((rc = mc_recon_load_deals(r, r->deals_digest)) != 0) {
+        return rc;
     }
-
-    if (!PQgetisnull(res, 0, 0)) {
-        char  why[1024];
-
-        snprintf(why, sizeof(why), "%s", PQgetvalue(res, 0, 0));
-        PQclear(res);
-        return mc_recon_incomplete(r, why);
-    }
-    PQclear(res);
     mc_recon_phase(r, "deals checked and loaded");
+
+    if ((rc = mc_recon_tickets(r)) != 0) {
+        return rc;
+    }
 
     res = mc_recon_exec(r, "SELECT mt5credit.recon_match($1)", 1, params);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -805,6 +814,138 @@ mc_recon_finish(mc_recon_t *r)
     PQclear(res);
 
     return mc_recon_outputs(r, r->run_id, verdict, 0);
+}
+
+
+/* recon_load_deals(): the staged deals into the run, checked */
+static int
+mc_recon_load_deals(mc_recon_t *r, const char *digest)
+{
+    PGresult    *res;
+    char         run[24], why[1024];
+    const char  *params[2] = { run, digest };
+
+    snprintf(run, sizeof(run), "%" PRId64, r->run_id);
+
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_load_deals($1, $2)", 2,
+                        params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        return mc_recon_input_error(r, res);
+    }
+
+    if (!PQgetisnull(res, 0, 0)) {
+        snprintf(why, sizeof(why), "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+        return mc_recon_incomplete(r, why);
+    }
+
+    PQclear(res);
+    return 0;
+}
+
+
+/*
+ * The deals of credits in scope that the window's fetch does not have
+ * (a credit of an earlier day, settled today), asked for by ticket and
+ * loaded beside the window's.  A credit on a server this config does not
+ * know cannot be checked: the run is incomplete.
+ */
+static int
+mc_recon_tickets(mc_recon_t *r)
+{
+    int                 i, j, n, rc;
+    char                run[24], perr[1024], digest[33], why[1400];
+    uint64_t            found;
+    PGresult           *res;
+    mc_pgcopy_t        *copy;
+    const char         *params[1] = { run };
+    mc_recon_ticket_t  *t;
+
+    snprintf(run, sizeof(run), "%" PRId64, r->run_id);
+
+    res = mc_recon_exec(r, "SELECT mt5_server, deal_ticket, mt5_login, "
+                           "currency, digits "
+                           "FROM mt5credit.recon_tickets($1)", 1, params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        return mc_recon_input_error(r, res);
+    }
+
+    n = PQntuples(res);
+    if (n == 0) {
+        PQclear(res);
+        return 0;
+    }
+
+    t = calloc((size_t) n, sizeof(mc_recon_ticket_t));
+    if (t == NULL) {
+        PQclear(res);
+        snprintf(r->err, sizeof(r->err), "out of memory for %d tickets", n);
+        return MC_RECON_FAILED;
+    }
+
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < r->cfg->nservers
+                    && strcmp(r->cfg->servers[j].name,
+                              PQgetvalue(res, i, 0)) != 0; j++)
+        {
+            /* void */
+        }
+
+        if (j == r->cfg->nservers) {
+            snprintf(why, sizeof(why), "MT5 server %s (deal %s of a credit "
+                     "in scope) is not in %s: its deal cannot be checked",
+                     PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                     r->cfg->path);
+            PQclear(res);
+            free(t);
+            return mc_recon_incomplete(r, why);
+        }
+
+        t[i].server = j;
+        t[i].ticket = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+        t[i].login = strtoull(PQgetvalue(res, i, 2), NULL, 10);
+        snprintf(t[i].currency, sizeof(t[i].currency), "%s",
+                 PQgetvalue(res, i, 3));
+        t[i].digits = atoi(PQgetvalue(res, i, 4));
+    }
+    PQclear(res);
+
+    copy = mc_recon_copy_open(r,
+               "COPY mt5credit.recon_deal_in (run_id, mt5_server, "
+               "deal_ticket, mt5_login, amount_minor, currency, comment, "
+               "deal_epoch, server_time, time_zone, by_ticket) FROM STDIN");
+    if (copy == NULL) {
+        free(t);
+        return MC_RECON_FAILED;
+    }
+
+    rc = mc_recon_fetch_tickets(r->cfg, copy, r->run_id, t, (size_t) n,
+                                r->zones, r->stop, &found, digest, perr,
+                                sizeof(perr));
+    free(t);
+
+    if (rc != 0) {
+        (void) mc_pgcopy_end(copy, perr, why, sizeof(why));
+        free(copy);
+        snprintf(why, sizeof(why), "MT5 deals by ticket incomplete: %s",
+                 perr);
+        return mc_recon_incomplete(r, why);
+    }
+
+    if (mc_recon_copy_close(r, copy, 0, NULL, "") != 0) {
+        return MC_RECON_FAILED;
+    }
+
+    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %d deals of earlier "
+           "credits asked for by ticket, %" PRIu64 " found", r->run_id, n,
+           found);
+
+    if ((rc = mc_recon_load_deals(r, digest)) != 0) {
+        return rc;
+    }
+
+    mc_recon_phase(r, "deals by ticket fetched and loaded");
+    return 0;
 }
 
 

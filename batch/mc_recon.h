@@ -43,6 +43,7 @@ typedef struct {
     const char          *control;      /* file or NULL */
     const char          *out_dir;
     int                  deal_grace;   /* seconds */
+    int                  window;       /* matching window, days */
 } mc_recon_opts_t;
 
 

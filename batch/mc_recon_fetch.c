@@ -58,6 +58,7 @@ typedef struct {
     int                      failed;
     uint64_t                 sum[2];
     mc_recon_fetch_stats_t  *st;
+    int                      by_ticket;    /* rows asked for by ticket */
     char                    *err;
     size_t                   errlen;
 } mc_fetch_t;
@@ -82,6 +83,10 @@ static void mc_recon_fetch_row(mc_fetch_t *f, const mc_mt5_deal_t *d,
     const mc_mt5_group_t *g, int64_t minor);
 static void mc_recon_fetch_fail(mc_fetch_t *f, mc_mt5_session_t *s,
     mc_mt5_rc_e rc, int retcode, const char *what);
+static int mc_recon_fetch_chunk(mc_fetch_t *f, mc_mt5_session_t *s,
+    const mc_recon_ticket_t *t, size_t n, uint64_t *found);
+static int mc_recon_fetch_group_of(mc_fetch_t *f, mc_mt5_session_t *s,
+    uint64_t login, mc_mt5_group_t *g);
 
 
 int
@@ -469,6 +474,7 @@ mc_recon_fetch_row(mc_fetch_t *f, const mc_mt5_deal_t *d,
     } else {
         mc_pgcopy_null(f->copy);
     }
+    mc_pgcopy_bool(f->copy, f->by_ticket);
     mc_pgcopy_row_end(f->copy);
 
     /* the zone is part of the input: it decides the deal's day */
@@ -514,4 +520,192 @@ mc_recon_fetch_fail(mc_fetch_t *f, mc_mt5_session_t *s, mc_mt5_rc_e rc,
     }
 
     pthread_mutex_unlock(&f->lock);
+}
+
+
+int
+mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
+    const mc_recon_ticket_t *t, size_t n, const mc_recon_zone_t *zones,
+    volatile sig_atomic_t *stop, uint64_t *found, char *digest, char *err,
+    size_t errlen)
+{
+    int                      retcode, rc;
+    size_t                   i, j, k;
+    int64_t                  now;
+    mc_fetch_t               f;
+    mc_mt5_rc_e              mrc;
+    mc_mt5_session_t        *s;
+    mc_recon_fetch_stats_t   st;
+    uint64_t                 sum[2] = { 0, 0 };
+
+    *found = 0;
+
+    for (i = 0; i < n; i = j) {
+        for (j = i; j < n && t[j].server == t[i].server; j++) {
+            /* void */
+        }
+
+        memset(&f, 0, sizeof(f));
+        memset(&st, 0, sizeof(st));
+        f.srv = &cfg->servers[t[i].server];
+        f.zone = zones != NULL && zones[t[i].server].set
+                 ? &zones[t[i].server] : NULL;
+        f.copy = copy;
+        f.run_id = run_id;
+        f.stop = stop;
+        f.st = &st;
+        f.by_ticket = 1;
+        f.err = err;
+        f.errlen = errlen;
+        pthread_mutex_init(&f.lock, NULL);
+
+        s = mc_mt5_session_new(&f.srv->mt5);
+        if (s == NULL) {
+            snprintf(err, errlen, "MT5 server %s: out of memory",
+                     f.srv->name);
+            pthread_mutex_destroy(&f.lock);
+            return -1;
+        }
+
+        rc = -1;
+        mrc = mc_mt5_ensure(s, &retcode);
+
+        if (mrc != MC_MT5_OK) {
+            mc_recon_fetch_fail(&f, s, mrc, retcode, "authentication");
+
+        } else if ((mrc = mc_mt5_time(s, &now, &f.offset, &retcode))
+                   != MC_MT5_OK)
+        {
+            mc_recon_fetch_fail(&f, s, mrc, retcode, "time/server");
+
+        } else {
+            for (k = i, rc = 0; rc == 0 && k < j;
+                 k += MC_MT5_BATCH_TICKETS)
+            {
+                if (*stop) {
+                    snprintf(err, errlen, "stopped by a signal");
+                    rc = -1;
+                    break;
+                }
+                rc = mc_recon_fetch_chunk(&f, s, &t[k],
+                                          j - k < MC_MT5_BATCH_TICKETS
+                                          ? j - k : MC_MT5_BATCH_TICKETS,
+                                          found);
+            }
+        }
+
+        if (rc == 0) {
+            mc_mt5_close(s);
+        }
+        mc_mt5_session_free(s);
+        pthread_mutex_destroy(&f.lock);
+
+        sum[0] += f.sum[0];
+        sum[1] += f.sum[1];
+
+        if (rc != 0) {
+            return -1;
+        }
+
+        mc_log(MC_LOG_INFO, "reconcile: MT5 server %s: %zu deals asked for "
+               "by ticket", f.srv->name, j - i);
+    }
+
+    snprintf(digest, 33, "%016" PRIx64 "%016" PRIx64, sum[0], sum[1]);
+    return 0;
+}
+
+
+/* up to MC_MT5_BATCH_TICKETS tickets of one server */
+static int
+mc_recon_fetch_chunk(mc_fetch_t *f, mc_mt5_session_t *s,
+    const mc_recon_ticket_t *t, size_t n, uint64_t *found)
+{
+    int              retcode;
+    size_t           i, k, got;
+    int64_t          minor;
+    uint64_t         tickets[MC_MT5_BATCH_TICKETS];
+    mc_mt5_rc_e      rc;
+    mc_mt5_deal_t   *deals, *d;
+    mc_mt5_group_t   g;
+
+    for (i = 0; i < n; i++) {
+        tickets[i] = t[i].ticket;
+    }
+
+    rc = mc_mt5_deals_by_ticket(s, tickets, n, &deals, &got, &retcode);
+    if (rc != MC_MT5_OK) {
+        mc_recon_fetch_fail(f, s, rc, retcode, "deal/get_batch by ticket");
+        return -1;
+    }
+
+    for (i = 0; i < got; i++) {
+        d = &deals[i];
+
+        if (d->action != MC_MT5_DEAL_BALANCE) {
+            continue;                   /* a ticket that is no balance deal */
+        }
+
+        for (k = 0; k < n && t[k].ticket != d->deal; k++) {
+            /* void */
+        }
+
+        memset(&g, 0, sizeof(g));
+
+        if (k < n && d->login == t[k].login) {
+            snprintf(g.currency, sizeof(g.currency), "%s", t[k].currency);
+            g.digits = t[k].digits;
+
+        } else if (mc_recon_fetch_group_of(f, s, d->login, &g) != 0) {
+            free(deals);
+            return -1;
+        }
+
+        if (mc_decimal_to_minor(d->profit, g.digits, &minor) != 0) {
+            snprintf(f->err, f->errlen, "MT5 server %s: deal %" PRIu64
+                     " of login %" PRIu64 ": profit is not exact in %s's %d "
+                     "digits", f->srv->name, d->deal, d->login, g.currency,
+                     g.digits);
+            free(deals);
+            return -1;
+        }
+
+        mc_recon_fetch_row(f, d, &g, minor);
+        (*found)++;
+    }
+
+    free(deals);
+
+    if (f->copy->failed) {
+        snprintf(f->err, f->errlen, "%s", f->copy->err);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the currency of a login the credit does not name: its own group's */
+static int
+mc_recon_fetch_group_of(mc_fetch_t *f, mc_mt5_session_t *s, uint64_t login,
+    mc_mt5_group_t *g)
+{
+    int            retcode;
+    char           what[64];
+    mc_mt5_rc_e    rc;
+    mc_mt5_user_t  u;
+
+    snprintf(what, sizeof(what), "user/get %" PRIu64, login);
+    rc = mc_mt5_user_get(s, login, &u, &retcode);
+    if (rc == MC_MT5_OK) {
+        snprintf(what, sizeof(what), "group/get of login %" PRIu64, login);
+        rc = mc_mt5_group_get(s, u.group, g, &retcode);
+    }
+
+    if (rc != MC_MT5_OK) {
+        mc_recon_fetch_fail(f, s, rc, retcode, what);
+        return -1;
+    }
+
+    return 0;
 }

@@ -54,7 +54,7 @@ typedef struct {
  * falls on its day), and a server whose clock disagrees with the zone
  * fails the fetch.  Rows: run_id, server, ticket, login, amount (minor,
  * signed), currency, comment, UTC seconds at the offset measured now,
- * server time, the zone or NULL.  Up to recon_sessions sessions
+ * server time, the zone or NULL, by_ticket (false).  Up to recon_sessions sessions
  * per server (never more than its `sessions`) fetch in parallel.
  * digest (33 bytes): 32 hex digits over every row, independent of their
  * order.  0, or -1 with the reason.
@@ -63,6 +63,32 @@ int mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
     int64_t from_utc, int64_t to_utc, const mc_recon_zone_t *zones,
     volatile sig_atomic_t *stop,
     mc_recon_fetch_stats_t *st, char *digest, char *err, size_t errlen);
+
+
+/* a credit's deal to ask for by ticket, and what the credit expects */
+typedef struct {
+    int       server;            /* index in cfg->servers */
+    uint64_t  ticket;
+    uint64_t  login;
+    char      currency[16];      /* the credit's: the worker checked the */
+    int       digits;            /* login's group against it at the call */
+} mc_recon_ticket_t;
+
+
+/*
+ * The deals of credits made outside the window's fetch, by ticket
+ * (deal/get_batch), MC_MT5_BATCH_TICKETS a call; t[] in server order.
+ * Rows as mc_recon_fetch()'s, marked by_ticket.  A deal on the login
+ * the credit names is read in the credit's currency; one on another
+ * login in its own group's (user/get, group/get).  A ticket MT5 leaves
+ * out of a complete answer has no deal (no row); a ticket that is not a
+ * balance deal has none either.  *found: the rows written.  digest as
+ * mc_recon_fetch()'s.  0, or -1 with the reason.
+ */
+int mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy,
+    int64_t run_id, const mc_recon_ticket_t *t, size_t n,
+    const mc_recon_zone_t *zones, volatile sig_atomic_t *stop,
+    uint64_t *found, char *digest, char *err, size_t errlen);
 
 
 #endif /* MC_RECON_FETCH_H */

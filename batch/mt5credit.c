@@ -63,6 +63,8 @@ static void mc_on_signal(int signo);
 static int mc_cmd_work(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_status(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv);
+static int mc_option_bounded(const char *name, const char *value,
+    long max, const char *unit, int *out);
 static int mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_loop(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_testhook(const mc_command_t *cmd, int argc, char **argv);
@@ -131,6 +133,12 @@ static const mc_command_t  mc_commands[] = {
       "      --out DIR            report directory (recon_out, default .)\n"
       "      --deal-grace SECS    deals fetched past the day "
       "(recon_deal_grace)\n"
+      "      --window DAYS        a settlement row and its credit may lie "
+      "this\n"
+      "                           many days apart, each way; unpaired "
+      "inside\n"
+      "                           it is in transit (recon_match_window, "
+      "7)\n"
       MC_HELP_OPTION, 1, "mt5credit-reconcile", NULL },
 
     { "poll-provider", mc_cmd_loop, "[-c FILE] [--once]",
@@ -508,11 +516,36 @@ mc_cmd_status(const mc_command_t *cmd, int argc, char **argv)
 }
 
 
+
+/* --name VALUE, a whole number 0..max (NULL: *out is left as it is) */
+static int
+mc_option_bounded(const char *name, const char *value, long max,
+    const char *unit, int *out)
+{
+    long   v;
+    char  *end;
+
+    if (value == NULL) {
+        return 0;
+    }
+
+    v = strtol(value, &end, 10);
+
+    if (*value == '\0' || *end != '\0' || v < 0 || v > max) {
+        fprintf(stderr, "mt5credit: reconcile: --%s \"%s\" is not 0..%ld "
+                "%s\n", name, value, max, unit);
+        return -1;
+    }
+
+    *out = (int) v;
+    return 0;
+}
+
 static int
 mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
 {
     int               c, rc;
-    const char       *path, *grace;
+    const char       *path, *grace, *window;
     mc_config_t      *cfg;
     mc_recon_opts_t   o;
 
@@ -527,6 +560,7 @@ mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
         { "control", required_argument, NULL, 'C' },
         { "out", required_argument, NULL, 'o' },
         { "deal-grace", required_argument, NULL, 'g' },
+        { "window", required_argument, NULL, 'w' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -534,6 +568,7 @@ mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
     memset(&o, 0, sizeof(o));
     path = NULL;
     grace = NULL;
+    window = NULL;
     o.format_name = "stripe";
 
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -548,6 +583,7 @@ mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
         case 'C': o.control = optarg; break;
         case 'o': o.out_dir = optarg; break;
         case 'g': grace = optarg; break;
+        case 'w': window = optarg; break;
 
         case 'h':
             mc_command_usage(cmd, stdout);
@@ -582,17 +618,14 @@ mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
     }
 
     o.deal_grace = cfg->recon_deal_grace;
-    if (grace != NULL) {
-        char  *end;
-        long   v = strtol(grace, &end, 10);
+    o.window = cfg->recon_match_window;
 
-        if (*grace == '\0' || *end != '\0' || v < 0 || v > 7 * 86400) {
-            fprintf(stderr, "mt5credit: reconcile: --deal-grace \"%s\" is "
-                    "not 0..604800 seconds\n", grace);
-            free(cfg);
-            return 2;
-        }
-        o.deal_grace = (int) v;
+    if (mc_option_bounded("deal-grace", grace, 7 * 86400, "seconds",
+                          &o.deal_grace) != 0
+        || mc_option_bounded("window", window, 62, "days", &o.window) != 0)
+    {
+        free(cfg);
+        return 2;
     }
 
     if (o.out_dir == NULL) {

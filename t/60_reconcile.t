@@ -47,7 +47,10 @@ my $conf = Mt5Credit::Worker::config($sb, 'recon',
     recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
                       . ' dbname=mt5credit user=recon"',
     recon_out => $sb->dir,
-    call_timeout => 3, lease => 20, settle_margin => 1);
+    call_timeout => 3, lease => 20, settle_margin => 1,
+    # one day alone: every difference is a break on the day (what waits
+    # for a partner on another day is t/65's)
+    recon_match_window => 0);
 
 my $day = strftime('%Y-%m-%d', gmtime);
 my $now = time;
