@@ -144,7 +144,32 @@ enum {
     "settlement_row,settlement_line,settlement_category,settlement_gross,"   \
     "settlement_currency,credit_reference,credit_status,credit_login,"       \
     "credit_amount,credit_currency,deal_tickets,deal_logins,deal_amounts,"   \
-    "deal_comments\r\n"
+    "deal_comments,since_day,age_days\r\n"
+
+/* what waits for its partner (040): a settlement row or a credit */
+#define MC_RR_TRANSIT_SQL                                                    \
+    "SELECT * FROM ("                                                        \
+    "SELECT 'settlement' AS side, row_id AS item_key, "                      \
+    "to_char(since_day, 'YYYY-MM-DD'), age_days, category, gross_minor, "    \
+    "currency, '', provider_key "                                            \
+    "FROM mt5credit.recon_transit_settlement WHERE run_id = $1 "             \
+    "UNION ALL "                                                             \
+    "SELECT 'credit', reference, to_char(since_day, 'YYYY-MM-DD'), "         \
+    "age_days, movement, amount_minor, currency, status, '' "                \
+    "FROM mt5credit.recon_transit_credit WHERE run_id = $1) t "              \
+    "ORDER BY age_days DESC, side, item_key COLLATE \"C\""
+
+enum {
+    MC_RR_TRANSIT_SIDE = 0,
+    MC_RR_TRANSIT_KEY,
+    MC_RR_TRANSIT_SINCE,
+    MC_RR_TRANSIT_AGE,
+    MC_RR_TRANSIT_MOVEMENT,
+    MC_RR_TRANSIT_AMOUNT,
+    MC_RR_TRANSIT_CURRENCY,
+    MC_RR_TRANSIT_STATUS,
+    MC_RR_TRANSIT_PROVIDER_KEY
+};
 
 
 typedef struct {
@@ -174,6 +199,7 @@ typedef struct {
     char               html_name[256];
     mc_rr_buf_t        buf;
     int64_t            items;           /* items read so far */
+    int64_t            transit;         /* in-transit rows read so far */
     char              *err;
     size_t             errlen;
 } mc_rr_t;
@@ -195,12 +221,16 @@ static const char *const mc_rr_movements[] = {
 static const char *const mc_rr_summary[][2] = {
     { "should_process", "should process" },
     { "matched", "matched" },
+    { "matched_later", "matched, carried from an earlier day" },
+    { "in_transit", "in transit (inside the matching window)" },
     { "pending", "pending" },
     { "still_unknown", "still unknown" },
     { "mismatched", "mismatched" },
     { "fixed_since_last_run", "fixed since last run" },
     { "settlement_rows", "settlement rows" },
     { "deals", "deals" },
+    { "deals_by_ticket", "deals asked for by ticket" },
+    { "replayed", "events replayed" },
     { NULL, NULL }
 };
 
@@ -271,8 +301,12 @@ static int mc_rr_open(mc_rr_t *rr, const char *dir, const char *name,
     char *tmp, size_t size, FILE **f);
 static int mc_rr_close(mc_rr_t *rr, FILE **f, const char *tmp);
 static int mc_rr_sync_dir(mc_rr_t *rr, const char *dir);
-static int mc_rr_items(mc_rr_t *rr);
+static int mc_rr_stream(mc_rr_t *rr, const char *what, const char *sql,
+    int (*row)(mc_rr_t *rr, PGresult *res));
 static int mc_rr_item(mc_rr_t *rr, PGresult *res);
+static int mc_rr_transit_row(mc_rr_t *rr, PGresult *res);
+static void mc_rr_html_items_end(mc_rr_t *rr);
+static void mc_rr_html_transit_end(mc_rr_t *rr);
 static int mc_rr_json(mc_rr_t *rr, PGresult *res, int col,
     const char *what, json_t **j);
 static int mc_rr_csv_item(mc_rr_t *rr, PGresult *res, json_t *settlement,
@@ -391,10 +425,19 @@ mc_recon_report(PGconn *conn, int64_t run_id, const char *dir,
     mc_rr_html_chart(&rr);
     mc_rr_html_kinds(&rr);
 
-    if (mc_rr_items(&rr) != 0) {
+    if (mc_rr_stream(&rr, "the items", MC_RR_ITEMS_SQL, mc_rr_item) != 0) {
         goto done;
     }
 
+    mc_rr_html_items_end(&rr);
+
+    if (mc_rr_stream(&rr, "what is in transit", MC_RR_TRANSIT_SQL,
+                     mc_rr_transit_row) != 0)
+    {
+        goto done;
+    }
+
+    mc_rr_html_transit_end(&rr);
     mc_rr_html_tail(&rr);
 
     rc = mc_rr_end(&rr, tx, 1);
@@ -1033,7 +1076,8 @@ mc_rr_sync_dir(mc_rr_t *rr, const char *dir)
  */
 
 static int
-mc_rr_items(mc_rr_t *rr)
+mc_rr_stream(mc_rr_t *rr, const char *what, const char *sql,
+    int (*row)(mc_rr_t *rr, PGresult *res))
 {
     int          rc;
     char         why[256];
@@ -1043,10 +1087,10 @@ mc_rr_items(mc_rr_t *rr)
 
     params[0] = rr->id;
 
-    if (!PQsendQueryParams(rr->conn, MC_RR_ITEMS_SQL, 1, NULL, params, NULL,
+    if (!PQsendQueryParams(rr->conn, sql, 1, NULL, params, NULL,
                            NULL, 0))
     {
-        mc_rr_error(rr, "run %s: reading the items: %s", rr->id,
+        mc_rr_error(rr, "run %s: reading %s: %s", rr->id, what,
                     PQerrorMessage(rr->conn));
         return -1;
     }
@@ -1054,8 +1098,8 @@ mc_rr_items(mc_rr_t *rr)
     rc = 0;
 
     if (!PQsetSingleRowMode(rr->conn)) {
-        mc_rr_error(rr, "run %s: reading the items: single-row mode "
-                    "refused", rr->id);
+        mc_rr_error(rr, "run %s: reading %s: single-row mode "
+                    "refused", rr->id, what);
         rc = -1;
     }
 
@@ -1069,7 +1113,7 @@ mc_rr_items(mc_rr_t *rr)
                 break;
             }
 
-            if (PQntuples(res) > 0 && mc_rr_item(rr, res) != 0) {
+            if (PQntuples(res) > 0 && row(rr, res) != 0) {
                 rc = -1;
 
                 cancel = PQgetCancel(rr->conn);
@@ -1083,7 +1127,7 @@ mc_rr_items(mc_rr_t *rr)
         default:
             if (rc == 0) {
                 why_db = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-                mc_rr_error(rr, "run %s: reading the items: %s", rr->id,
+                mc_rr_error(rr, "run %s: reading %s: %s", rr->id, what,
                             why_db != NULL ? why_db
                                            : PQerrorMessage(rr->conn));
                 rc = -1;
@@ -1252,7 +1296,8 @@ mc_rr_csv_item(mc_rr_t *rr, PGresult *res, json_t *settlement,
         return -1;
     }
 
-    fputs("\r\n", rr->csv);
+    /* since_day and age_days are the in-transit rows' */
+    fputs(",,\r\n", rr->csv);
 
     return 0;
 }
@@ -1978,7 +2023,7 @@ mc_rr_html_kinds(mc_rr_t *rr)
 
 
 static void
-mc_rr_html_tail(mc_rr_t *rr)
+mc_rr_html_items_end(mc_rr_t *rr)
 {
     FILE     *f;
     int64_t   shown;
@@ -2009,6 +2054,143 @@ mc_rr_html_tail(mc_rr_t *rr)
         mc_rr_esc(f, rr->csv_name);
         fputs("</a></p>\n", f);
     }
+
+    fputs("<h2>In transit</h2>\n"
+          "<p>Waiting for their partner on a later day, inside the "
+          "matching window: no break yet.</p>\n"
+          "<table id=\"transit\">\n<thead><tr><th>side</th><th>item</th>"
+          "<th>since</th><th>age (days)</th><th>movement</th>"
+          "<th>amount</th><th>status</th></tr></thead>\n<tbody>\n", f);
+}
+
+
+/* one row of what is in transit: every one in the CSV, the first in HTML */
+static int
+mc_rr_transit_row(mc_rr_t *rr, PGresult *res)
+{
+    int          col;
+    FILE        *f;
+    int64_t      minor;
+    const char  *v;
+    char         text[MC_RR_AMOUNT_MAX];
+
+    v = PQgetvalue(res, 0, MC_RR_TRANSIT_AMOUNT);
+
+    if (mc_rr_int64(v, &minor) != 0) {
+        mc_rr_error(rr, "in transit: amount \"%s\" is not an integer", v);
+        return -1;
+    }
+
+    if (mc_rr_amount(rr, minor, PQgetvalue(res, 0, MC_RR_TRANSIT_CURRENCY),
+                     text, sizeof(text)) != 0)
+    {
+        return -1;
+    }
+
+    /* run_id, kind, severity, movement, item_key, amount, currency */
+    f = rr->csv;
+    mc_rr_csv(f, rr->id, strlen(rr->id), 1);
+    mc_rr_csv(f, "in_transit", 10, 0);
+    mc_rr_csv(f, "", 0, 0);
+    v = PQgetvalue(res, 0, MC_RR_TRANSIT_MOVEMENT);
+    mc_rr_csv(f, v, strlen(v), 0);
+    v = PQgetvalue(res, 0, MC_RR_TRANSIT_KEY);
+    mc_rr_csv(f, v, strlen(v), 0);
+    mc_rr_csv(f, text, strlen(text), 0);
+    v = PQgetvalue(res, 0, MC_RR_TRANSIT_CURRENCY);
+    mc_rr_csv(f, v, strlen(v), 0);
+
+    /* case; the settlement row's or the credit's fields; no deals */
+    if (strcmp(PQgetvalue(res, 0, MC_RR_TRANSIT_SIDE), "settlement") == 0) {
+        fputc(',', f);
+        v = PQgetvalue(res, 0, MC_RR_TRANSIT_KEY);
+        mc_rr_csv(f, v, strlen(v), 0);
+        fputc(',', f);
+        v = PQgetvalue(res, 0, MC_RR_TRANSIT_MOVEMENT);
+        mc_rr_csv(f, v, strlen(v), 0);
+        mc_rr_csv(f, text, strlen(text), 0);
+        v = PQgetvalue(res, 0, MC_RR_TRANSIT_CURRENCY);
+        mc_rr_csv(f, v, strlen(v), 0);
+        fputs(",,,,,,,,,", f);
+
+    } else {
+        fputs(",,,,,,", f);
+        v = PQgetvalue(res, 0, MC_RR_TRANSIT_KEY);
+        mc_rr_csv(f, v, strlen(v), 0);
+        v = PQgetvalue(res, 0, MC_RR_TRANSIT_STATUS);
+        mc_rr_csv(f, v, strlen(v), 0);
+        fputc(',', f);
+        mc_rr_csv(f, text, strlen(text), 0);
+        v = PQgetvalue(res, 0, MC_RR_TRANSIT_CURRENCY);
+        mc_rr_csv(f, v, strlen(v), 0);
+        fputs(",,,,", f);
+    }
+
+    for (col = MC_RR_TRANSIT_SINCE; col <= MC_RR_TRANSIT_AGE; col++) {
+        v = PQgetvalue(res, 0, col);
+        mc_rr_csv(f, v, strlen(v), 0);
+    }
+    fputs("\r\n", f);
+
+    if (rr->transit++ >= MC_RECON_REPORT_HTML_MAX) {
+        return 0;
+    }
+
+    f = rr->html;
+    fputs("<tr class=\"transit\" data-side=\"", f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_SIDE));
+    fputs("\" data-age=\"", f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_AGE));
+    fputs("\"><td>", f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_SIDE));
+    fputs("</td><td class=\"key\"><code>", f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_KEY));
+    fputs("</code></td><td>", f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_SINCE));
+    fputs("</td><td class=\"age num\">", f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_AGE));
+    fputs("</td><td>", f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_MOVEMENT));
+    fputs("</td><td class=\"num\">", f);
+    mc_rr_esc(f, text);
+    fputc(' ', f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_CURRENCY));
+    fputs("</td><td>", f);
+    mc_rr_esc(f, PQgetvalue(res, 0, MC_RR_TRANSIT_STATUS));
+    fputs("</td></tr>\n", f);
+
+    return 0;
+}
+
+
+static void
+mc_rr_html_transit_end(mc_rr_t *rr)
+{
+    FILE     *f;
+    int64_t   shown;
+
+    f = rr->html;
+
+    if (rr->transit == 0) {
+        fputs("<tr class=\"none\"><td colspan=\"7\">Nothing in transit."
+              "</td></tr>\n", f);
+    }
+
+    shown = rr->transit < MC_RECON_REPORT_HTML_MAX
+            ? rr->transit : MC_RECON_REPORT_HTML_MAX;
+
+    fprintf(f, "</tbody>\n</table>\n<p id=\"transit-shown\" "
+            "data-shown=\"%" PRId64 "\" data-total=\"%" PRId64 "\">%"
+            PRId64 " of %" PRId64 " in transit shown%s.</p>\n", shown,
+            rr->transit, shown, rr->transit,
+            rr->transit > shown ? "; the rest are in the CSV" : "");
+}
+
+
+static void
+mc_rr_html_tail(mc_rr_t *rr)
+{
+    FILE  *f = rr->html;
 
     fputs("<script>\n"
           "(function () {\n"

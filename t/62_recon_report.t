@@ -384,7 +384,7 @@ sub parse_csv {
        . 'currency,case_id,settlement_row,settlement_line,settlement_category,'
        . 'settlement_gross,settlement_currency,credit_reference,credit_status,'
        . 'credit_login,credit_amount,credit_currency,deal_tickets,deal_logins,'
-       . 'deal_amounts,deal_comments', 'the CSV header');
+       . 'deal_amounts,deal_comments,since_day,age_days', 'the CSV header');
     my @recs = map { my %h; @h{@head} = @$_; \%h } @$rows;
     is(scalar @recs, 6, 'one line per item');
     is(join(' ', map { $_->{kind} } @recs),
