@@ -20,6 +20,8 @@
 --     first run match_window_days or more after its day (its partner may
 --     still come that day: pairing comes first).  A window of 0 is the
 --     day alone.
+--   - A run made after a credit of a later day existed pairs it ahead
+--     (recon_paired_ahead); that credit's own day does not count it again.
 --   - Pairing by original payment and amount (a refund the file names
 --     otherwise than the webhook did) sees the carried items too: oldest
 --     first, each row used once.
@@ -113,6 +115,23 @@ CREATE TABLE mt5credit.recon_matched_later (
     pair_key      text     NOT NULL,
     PRIMARY KEY (run_id, side, item_key)
 );
+
+-- A credit of a later day than the run's, paired by it (a run made late,
+-- after the credit: a payment settled before the webhook came).  Its own
+-- day's run must not take it for unsettled.
+CREATE TABLE mt5credit.recon_paired_ahead (
+    run_id     bigint  NOT NULL REFERENCES mt5credit.recon_run (id),
+    credit_id  bigint  NOT NULL REFERENCES mt5credit.mt5_credit (id),
+    pair_key   text    NOT NULL,
+    PRIMARY KEY (run_id, credit_id)
+);
+
+CREATE INDEX recon_paired_ahead_credit_idx
+    ON mt5credit.recon_paired_ahead (credit_id);
+
+CREATE TRIGGER recon_paired_ahead_append_only
+    BEFORE UPDATE OR DELETE OR TRUNCATE ON mt5credit.recon_paired_ahead
+    FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.refuse_change();
 
 CREATE TRIGGER recon_transit_settlement_append_only
     BEFORE UPDATE OR DELETE OR TRUNCATE ON mt5credit.recon_transit_settlement
@@ -222,9 +241,10 @@ $$;
 
 
 --
--- 019's digest of the inputs, with what 040 adds: the run the carried
--- items come from and the window (a run that starts from other items is
--- another run, whatever its own inputs).
+-- 019's digest of the inputs, with what 040 adds: the window and the
+-- items carried in transit (a run that starts from other items is
+-- another run, whatever its own inputs; the same items carried by a
+-- re-run of an earlier day are the same input).
 --
 CREATE OR REPLACE FUNCTION mt5credit.recon_digest(p_run bigint)
 RETURNS text
@@ -237,7 +257,13 @@ BEGIN
     SELECT * INTO STRICT r FROM recon_run WHERE id = p_run;
     RETURN md5(concat_ws('|', r.settlement_sha256, r.control_sha256,
                          r.deals_digest, r.match_window_days,
-                         coalesce(r.carried_from_run_id, 0),
+        (SELECT count(*) || ':' || coalesce(sum(hashtextextended(x, 1)), 0)
+                || ':' || coalesce(sum(hashtextextended(x, 2)), 0)
+         FROM (SELECT concat_ws(':', 's', m.row_id, m.since_day) AS x
+               FROM recon_moved m WHERE m.carried
+               UNION ALL
+               SELECT concat_ws(':', 'c', c.id, c.since_day)
+               FROM recon_scope c WHERE c.carried) h),
         (SELECT count(*) || ':' || coalesce(sum(hashtextextended(x, 1)), 0)
                 || ':' || coalesce(sum(hashtextextended(x, 2)), 0)
          FROM (SELECT concat_ws(':', c.id, c.status, c.mt5_deal_ticket,
@@ -359,6 +385,13 @@ BEGIN
         SELECT c.id FROM mt5_credit c
         WHERE c.provider = r.provider AND c.paid_currency = r.currency
           AND c.created_at >= v_from AND c.created_at < r.window_end
+          -- paired by the run of an earlier day, made after it
+          AND NOT EXISTS (SELECT 1 FROM recon_paired_ahead a
+                          JOIN recon_run o ON o.id = a.run_id
+                          WHERE a.credit_id = c.id
+                            AND o.business_day < r.business_day
+                            AND o.provider = r.provider
+                            AND o.verdict NOT IN ('running', 'incomplete'))
         UNION
         SELECT t.credit_id FROM recon_transit_credit t
         WHERE t.run_id = v_src.id
@@ -760,6 +793,13 @@ BEGIN
     FROM recon_pair p
     WHERE p.in_transit AND p.row_id IS NULL;
 
+    -- a credit of a later day, paired now: not its own day's to pair
+    INSERT INTO recon_paired_ahead (run_id, credit_id, pair_key)
+    SELECT p_run, p.credit_id, p.pair_key
+    FROM recon_pair p
+    WHERE p.row_id IS NOT NULL AND p.credit_id IS NOT NULL
+      AND p.c_day > r.business_day;
+
     -- what an earlier run carried and this one paired
     INSERT INTO recon_matched_later (run_id, side, item_key, since_day,
                                      first_run_id, pair_key)
@@ -875,5 +915,6 @@ GRANT EXECUTE ON FUNCTION
     TO mt5credit_recon;
 
 GRANT SELECT ON mt5credit.recon_transit_settlement,
-    mt5credit.recon_transit_credit, mt5credit.recon_matched_later
+    mt5credit.recon_transit_credit, mt5credit.recon_matched_later,
+    mt5credit.recon_paired_ahead
     TO mt5credit_recon, mt5credit_reader, mt5credit_operator;
