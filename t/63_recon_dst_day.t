@@ -14,7 +14,8 @@
 #     refuses when the server's clock disagrees with it now, and a zone
 #     the database does not know is named with its server
 # Without a zone the offset measured at the run applies to every deal
-# (shown, so the difference is visible).
+# (shown, so the difference is visible).  The 25-hour day summer time
+# ends on, in London and in Riga, is cut right too.
 
 use strict;
 use warnings;
@@ -65,13 +66,15 @@ my $control = $sb->write_file('control.csv',
 
 sub reconcile {
     my (%srv) = @_;
+    my $day = delete $srv{day} // '2026-03-29';
+    my $tz = delete $srv{tz} // 'UTC';
     my $conf = Mt5Credit::Worker::config($sb, 'recon',
         servers => [ [ 'live1', $sim, recon_groups => 'real\\usd', %srv ] ],
         recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
                           . ' dbname=mt5credit user=recon"',
         recon_out => $sb->dir, call_timeout => 3, lease => 20);
     my ($rc, $out) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
-        '--provider', 'stripe', '--day', '2026-03-29', '--tz', 'UTC',
+        '--provider', 'stripe', '--day', $day, '--tz', $tz,
         '--currency', 'USD', '--format', 'stripe', '--settlement', $csv, '--control', $control);
     my ($run) = $out =~ /^run (\d+):/m;
     my $found = join ' ', sort map { $name_of{ ($_->[0] =~ /:(\d+)$/)[0] }
@@ -102,5 +105,32 @@ like($out, qr/clock is UTC\+120 min, its time_zone "Asia\/Tokyo" says UTC\+540 m
 isnt($rc, 0, 'a zone the database does not know: refused');
 like($out, qr/\[server live1\] time_zone "Mars\/Olympus"/,
      '... named with its server');
+
+# the day summer time ended, in London (25 hours: 00:00 BST, 23:00 UTC
+# the day before, to 24:00 GMT) on a server in Riga (EEST to EET at
+# 01:00 UTC too): a deal at 00:30 BST and one at 23:30 GMT, in the last
+# of its 25 hours, are the day's; 00:30 GMT the day after is not
+for my $d ([ E => '2026-10-24 23:30', 3 ],    # 00:30 BST Oct 25
+           [ F => '2026-10-25 23:30', 2 ],    # 23:30 GMT Oct 25
+           [ G => '2026-10-26 00:30', 2 ]) {  # the day after
+    my ($name, $utc, $h) = @$d;
+    $deal{$name} = $sim->manual_deal(login => 76301, amount => '10.00',
+                                     comment => "bonus $name",
+                                     time => server_time($utc, $h));
+    $name_of{ $deal{$name} } = $name;
+}
+@fee = ({ id => 'txn_fee_2', category => 'fee', gross => -100,
+          at => server_time('2026-10-25 12:00', 0) });
+$csv = $sb->write_file('settlement.csv',
+                       Mt5Credit::Settlement::stripe_csv(\@fee));
+$control = $sb->write_file('control.csv',
+                           Mt5Credit::Settlement::control_csv(\@fee));
+($rc, $out, $found) = reconcile(time_zone => 'Europe/Riga',
+                                day => '2026-10-25', tz => 'Europe/London');
+is($found, 'E F', 'the 25-hour day: its first and its 25th hour\'s deals, '
+   . 'not the next day\'s') or diag $out;
+like($out, qr/window is 1792893600\.\.1793066400 server time/,
+     '... fetched from its start under EEST (02:00 server time) to a '
+     . 'day past its end under EET') or diag $out;
 
 done_testing;
