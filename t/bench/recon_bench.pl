@@ -1,13 +1,19 @@
 #!/usr/bin/perl
 #
 # make bench (reconciliation part): one day with a million rows on each
-# side, a few thousand of them planted mismatches; wall time and peak
-# memory of `mt5credit reconcile`, and of the PostgreSQL backend serving
-# it.  Target: <= 60 s and <= 256 MB on the 2-core box.
+# side, a few thousand of them planted mismatches, 10% of them in transit
+# across days (sql/040); wall time and peak memory of `mt5credit
+# reconcile`, and of the PostgreSQL backend serving it.  Target: <= 60 s
+# and <= 256 MB on the 2-core box.
 #
-#   settlement  N Stripe charge rows (+ the lost webhooks), 24 payouts
-#   credits     N done deposit credits, bulk-loaded (no triggers: the
-#               history is not what is measured)
+#   settlement  N Stripe charge rows, 24 payouts: N - T of the day's
+#               credits and T of the day before's; the lost webhooks are
+#               rows of a week ago, carried in transit until today
+#   credits     N done deposit credits of the day, T = N/10 of the day
+#               before, carried in transit by that day's run (their deals
+#               are asked for by ticket); the day's last T wait in transit
+#               in turn.  Bulk-loaded (no triggers: the history is not
+#               what is measured)
 #   deals       N balance deals in the simulator's journal, over L logins,
 #               server time UTC+2, fetched with get_total + get_page
 #   planted     lost webhooks, deal amount off, credit without deal,
@@ -33,6 +39,7 @@ my $L = $ENV{BENCH_RECON_LOGINS} || 2000;
 my %PLANT = (lost => 1000, amount => 1000, nodeal => 500, unknown => 500,
              duplicate => 500, noref => 500);
 my $OFFSET = 120 * 60;              # the simulator's server time, UTC+2
+my $T = int($N / 10);               # in transit from the day before
 
 my $sb = Mt5Credit::Sandbox->new;
 $sb->start_postgres;
@@ -57,6 +64,8 @@ my $step = 86000 / $N;
 sub amount { 1000 + ($_[0] % 97) * 100 }
 sub login  { 80000 + $_[0] % $L }
 sub at     { $ws + 10 + int($_[0] * $step) }
+# the day before's credits are N+1 .. N+T
+sub at_prev  { $ws - 86400 + 10 + int(($_[0] - $N) * 86000 / $T) }
 
 my %nodeal = map { ($_ * 997) % $N + 1 => 1 } 1 .. $PLANT{nodeal};
 my %off = map { ($_ * 991 + 7) % $N + 1 => 1 } 1 .. $PLANT{amount};
@@ -66,8 +75,8 @@ my %expect = (
     settled_not_credited   => $PLANT{lost},
     credit_without_deal    => scalar(keys %nodeal),
     deal_duplicate         => scalar(grep { !$nodeal{$_} } keys %dup),
-    amount_mismatch        => scalar(grep { !$nodeal{$_} && !$dup{$_} }
-                                     keys %off),
+    # a duplicate and a wrong amount on one reference are two findings
+    amount_mismatch        => scalar(grep { !$nodeal{$_} } keys %off),
     deal_unknown_reference => $PLANT{unknown},
     deal_without_reference => $PLANT{noref},
 );
@@ -75,7 +84,8 @@ my $planted = 0;
 $planted += $_ for values %expect;
 
 printf "reconciliation benchmark: %d rows a side, %d logins, %d planted "
-     . "mismatches, day %s\n", $N, $L, $planted, $day;
+     . "mismatches, %d in transit from the day before and %d into the next, "
+     . "day %s\n", $N, $L, $planted, $T, $T, $day;
 
 # --- the database: N done credits ----------------------------------------
 
@@ -107,10 +117,57 @@ SELECT i, 'deposit', 'credit', i, 'stripe', 'pi_bench_' || i, 'live1',
        to_timestamp($ws + 10 + floor(i * $step)),
        to_timestamp($ws + 10 + floor(i * $step))
 FROM generate_series(1, $N) i;
+
+-- the day before: T more, done, carried in transit by that day's run
+INSERT INTO mt5credit.deposit (id, client_id, idempotency_key, provider,
+    mt5_server, mt5_login, amount_minor, currency, account_currency,
+    credit_amount_minor, status, created_at, updated_at)
+OVERRIDING SYSTEM VALUE
+SELECT i, 'bench', 'bench-key-' || i, 'stripe', 'live1', 80000 + i % $L,
+       1000 + (i % 97) * 100, 'USD', 'USD', 1000 + (i % 97) * 100,
+       'succeeded', to_timestamp($ws - 86400 + 10 + floor((i - $N) * 86000.0 / $T)),
+       to_timestamp($ws - 86400 + 10 + floor((i - $N) * 86000.0 / $T))
+FROM generate_series($N + 1, $N + $T) i;
+
+INSERT INTO mt5credit.mt5_credit (id, kind, direction, deposit_id, provider,
+    provider_payment_id, mt5_server, mt5_login, amount_minor, currency,
+    paid_amount_minor, paid_currency, status, mt5_deal_ticket, attempts,
+    created_at, updated_at)
+OVERRIDING SYSTEM VALUE
+SELECT i, 'deposit', 'credit', i, 'stripe', 'pi_bench_' || i, 'live1',
+       80000 + i % $L, 1000 + (i % 97) * 100, 'USD', 1000 + (i % 97) * 100,
+       'USD', 'done', 1000000 + i, 1,
+       to_timestamp($ws - 86400 + 10 + floor((i - $N) * 86000.0 / $T)),
+       to_timestamp($ws - 86400 + 10 + floor((i - $N) * 86000.0 / $T))
+FROM generate_series($N + 1, $N + $T) i;
+
+WITH prev AS (
+    INSERT INTO mt5credit.recon_run (provider, business_day, time_zone,
+        currency, window_start, window_end, deal_window_end,
+        settlement_format, settlement_sha256, verdict, input_digest,
+        finished_at)
+    VALUES ('stripe', '$day'::date - 1, 'UTC', 'USD',
+            to_timestamp($ws - 86400), to_timestamp($ws), to_timestamp($ws),
+            'stripe', repeat('0', 64), 'reconciled', 'bench', now())
+    RETURNING id)
+INSERT INTO mt5credit.recon_transit_credit
+SELECT prev.id, i, '$day'::date - 1, prev.id, 0, 'payment', 'dep:' || i,
+       'done', 1000 + (i % 97) * 100, 'USD'
+FROM prev, generate_series($N + 1, $N + $T) i;
+
+-- lost webhooks: settled a week ago, carried since, never credited: past
+-- the window today, each a break
+INSERT INTO mt5credit.recon_transit_settlement
+SELECT r.id, r.id, '$day'::date - 7, r.id, 6, 'txn_lost' || i, i,
+       'payment', 'pi_lost_' || i, 'pi_lost_' || i, NULL, 'USD', 4200, 0,
+       4200, to_timestamp($ws - 7 * 86400 + 100 + i), 'po_lost'
+FROM (SELECT max(id) AS id FROM mt5credit.recon_run) r,
+     generate_series(1, $PLANT{lost}) i;
+
 ANALYZE mt5credit.mt5_credit;
 ANALYZE mt5credit.deposit;
 SQL
-printf "  loaded %d credits in %.1f s\n", $N, time - $t0;
+printf "  loaded %d credits in %.1f s\n", $N + $T, time - $t0;
 
 # --- the simulator: N deals in its journal --------------------------------
 
@@ -119,34 +176,40 @@ my $sim = Mt5Credit::Mt5Sim->new($sb, fsync => 0, start => 0, config => {
     accounts => [ map { { login => 80000 + $_, group => 'real\\usd',
                           balance => '0.00' } } 0 .. $L - 1 ],
 });
-my $ticket = 1000000;
+# tickets ascending, as the journal must have them: a credit's deal is
+# 1000000 + its id (its mt5_deal_ticket), the planted extras come after
+my $ticket = 1000000 + $N + $T;
+my $deals = 0;
 open my $j, '>', $sim->state_dir . '/journal.jsonl' or die $!;
 sub deal {
-    my ($login, $minor, $comment, $t) = @_;
-    $ticket++;
-    print $j qq({"op":"deal","ticket":$ticket,"login":$login,"dealer":)
+    my ($tk, $login, $minor, $comment, $t) = @_;
+    $deals++;
+    print $j qq({"op":"deal","ticket":$tk,"login":$login,"dealer":)
         . Mt5Credit::Mt5Sim::manager()
         . qq(,"action":2,"digits":2,"amount":) . ($minor * 1000000)
         . qq(,"time_msc":) . (($t + $OFFSET) * 1000)
         . qq(,"comment":"$comment"}\n);
 }
 for my $i (1 .. $N) {
-    unless ($nodeal{$i}) {
-        deal(login($i), amount($i) + ($off{$i} ? 1 : 0), "dep:$i",
-             at($i) + 2);
-        deal(login($i), amount($i), "dep:$i", at($i) + 3) if $dup{$i};
-    }
+    deal(1000000 + $i, login($i), amount($i) + ($off{$i} ? 1 : 0), "dep:$i",
+         at($i) + 2) unless $nodeal{$i};
+}
+deal(1000000 + $_, login($_), amount($_), "dep:$_", at_prev($_) + 2)
+    for $N + 1 .. $N + $T;
+for my $i (1 .. $N) {
+    deal(++$ticket, login($i), amount($i), "dep:$i", at($i) + 3)
+        if $dup{$i} && !$nodeal{$i};
     if ($i % int($N / $PLANT{unknown}) == 0) {
-        deal(login($i), 5000, 'dep:' . (10_000_000 + $i), at($i) + 4);
+        deal(++$ticket, login($i), 5000, 'dep:' . (10_000_000 + $i),
+             at($i) + 4);
     }
     if ($i % int($N / $PLANT{noref}) == 1) {
-        deal(login($i), 2500, 'bonus', at($i) + 5);
+        deal(++$ticket, login($i), 2500, 'bonus', at($i) + 5);
     }
 }
 close $j;
 $sim->start;
-printf "  simulator replayed %d deals in %.1f s\n", $ticket - 1000000,
-    time - $t0;
+printf "  simulator replayed %d deals in %.1f s\n", $deals, time - $t0;
 
 # --- the settlement file and its control totals --------------------------
 
@@ -167,8 +230,9 @@ sub settle {
         $minor / 100, $minor % 100, $fee / 100, $fee % 100,
         ($minor - $fee) / 100, ($minor - $fee) % 100, $id, $pi, $po;
 }
-settle($_, "pi_bench_$_", amount($_), at($_)) for 1 .. $N;
-settle("lost$_", "pi_lost_$_", 4200, $ws + 100 + $_) for 1 .. $PLANT{lost};
+settle($_, "pi_bench_$_", amount($_), at($_)) for 1 .. $N - $T;
+settle($_, "pi_bench_$_", amount($_), at(($_ - $N) * 10 - 5))
+    for $N + 1 .. $N + $T;
 close $f;
 my $control = $sb->write_file('control.csv', "payout_id,currency,amount\n"
     . join('', map { sprintf "%s,usd,%d.%02d\n", $_, $payout{$_} / 100,
@@ -261,6 +325,15 @@ printf "  peak memory (target <= 256 MB): mt5credit %.0f MB; its PostgreSQL "
 print "  $1\n" while $out =~ /INFO (reconcile run \d+: .*)$/mg;
 printf "  mismatches found %d of %d planted: %s\n", $found, $planted,
     join(', ', map { "$_ $kinds{$_}" } sort keys %kinds);
+my %sum = map { $_->[0] => $_->[1] } @{ $sb->psql(
+    "SELECT name, n FROM mt5credit.recon_count WHERE run_id = $run "
+    . "AND dimension = 'summary'") };
+printf "  across days: %d matched later (carried from the day before), %d "
+     . "deals asked for by ticket, %d in transit to the next day\n",
+    $sum{matched_later}, $sum{deals_by_ticket}, $sum{in_transit};
+for my $k (qw(matched_later deals_by_ticket in_transit)) {
+    die "$k: $sum{$k}, expected $T\n" if $sum{$k} != $T;
+}
 for my $k (sort keys %expect) {
     die "$k: found " . ($kinds{$k} // 0) . ", planted $expect{$k}\n"
         if ($kinds{$k} // 0) != $expect{$k};
