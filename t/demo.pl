@@ -266,7 +266,8 @@ printf "  %s\n", join(' | ', @$_) for @{ $sb->psql(
 say_step('the day closes: reconciliation of Stripe USD, today (UTC)');
 # Stripe's settlement for the day: the payment, its refund (named by the
 # refund's own id, paired by payment and amount), and a payment whose
-# webhook never reached us; a dealer's manual bonus sits in MT5
+# webhook never reached us (in transit: a case if no credit comes within
+# the matching window); a dealer's manual bonus sits in MT5
 $sim->manual_deal(login => 50001, amount => '25.00', comment => 'bonus');
 my @day = (
     { id => 'txn_demo_1', category => 'charge', pi => 'pi_demo_1',

@@ -660,9 +660,12 @@ my $file = $sb->write_file('soak-settlement.csv',
 my $control = $sb->write_file('soak-control.csv',
                               Mt5Credit::Settlement::control_csv(\@rows));
 my $day = strftime('%Y-%m-%d', gmtime);
+# the day alone (--window 0): the soak's file settles everything the same
+# day, so a lost webhook is a break now, not in transit for a week
 my ($rrc, $rout) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
     '--provider', 'stripe', '--day', $day, '--tz', 'UTC', '--currency', 'USD',
-    '--format', 'stripe', '--settlement', $file, '--control', $control);
+    '--format', 'stripe', '--settlement', $file, '--control', $control,
+    '--window', '0');
 my ($run) = $rout =~ /^run (\d+):/m;
 my %found = map { $_->[0] => $_->[1] } @{ $sb->psql(
     "SELECT kind, count(*) FROM mt5credit.recon_item WHERE run_id = "
@@ -696,7 +699,7 @@ if ($n_wd) {
     ($wrc, $wout) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
         '--provider', 'stripe', '--day', $day, '--tz', 'UTC',
         '--currency', 'EUR', '--format', 'generic', '--settlement', $wf,
-        '--control', $wc);
+        '--control', $wc, '--window', '0');
     violation("payout reconciliation: exit $wrc: " . join(' | ',
               grep { /^run|mismatch|settled|debited/ } split /\n/, $wout))
         if $wrc != 0;
