@@ -59,6 +59,9 @@ typedef struct {
     uint64_t                 sum[2];
     mc_recon_fetch_stats_t  *st;
     int                      by_ticket;    /* rows asked for by ticket */
+    const mc_recon_ticket_t *tickets;      /* by ticket: this server's */
+    size_t                   ntickets;
+    uint64_t                *found;        /* by ticket: rows written */
     char                    *err;
     size_t                   errlen;
 } mc_fetch_t;
@@ -83,8 +86,10 @@ static void mc_recon_fetch_row(mc_fetch_t *f, const mc_mt5_deal_t *d,
     const mc_mt5_group_t *g, int64_t minor);
 static void mc_recon_fetch_fail(mc_fetch_t *f, mc_mt5_session_t *s,
     mc_mt5_rc_e rc, int retcode, const char *what);
+static int mc_recon_fetch_ticket_plan(mc_fetch_t *f);
+static void *mc_recon_fetch_ticket_worker(void *arg);
 static int mc_recon_fetch_chunk(mc_fetch_t *f, mc_mt5_session_t *s,
-    const mc_recon_ticket_t *t, size_t n, uint64_t *found);
+    const mc_recon_ticket_t *t, size_t n);
 static int mc_recon_fetch_group_of(mc_fetch_t *f, mc_mt5_session_t *s,
     uint64_t login, mc_mt5_group_t *g);
 
@@ -529,12 +534,11 @@ mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
     volatile sig_atomic_t *stop, uint64_t *found, char *digest, char *err,
     size_t errlen)
 {
-    int                      retcode, rc;
-    size_t                   i, j, k;
-    int64_t                  now;
+    int                      rc, sessions, started, k;
+    size_t                   i, j, chunks;
     mc_fetch_t               f;
-    mc_mt5_rc_e              mrc;
-    mc_mt5_session_t        *s;
+    pthread_t                tid[MC_FETCH_SESSIONS_MAX];
+    mc_fetch_worker_t        w[MC_FETCH_SESSIONS_MAX];
     mc_recon_fetch_stats_t   st;
     uint64_t                 sum[2] = { 0, 0 };
 
@@ -555,51 +559,66 @@ mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
         f.stop = stop;
         f.st = &st;
         f.by_ticket = 1;
+        f.tickets = &t[i];
+        f.ntickets = j - i;
+        f.found = found;
         f.err = err;
         f.errlen = errlen;
         pthread_mutex_init(&f.lock, NULL);
 
-        s = mc_mt5_session_new(&f.srv->mt5);
-        if (s == NULL) {
-            snprintf(err, errlen, "MT5 server %s: out of memory",
-                     f.srv->name);
-            pthread_mutex_destroy(&f.lock);
-            return -1;
+        rc = mc_recon_fetch_ticket_plan(&f);
+
+        /* the chunks shared out to recon_sessions sessions, as the logins */
+        chunks = (f.ntickets + MC_MT5_BATCH_TICKETS - 1)
+                 / MC_MT5_BATCH_TICKETS;
+        sessions = cfg->recon_sessions < f.srv->sessions
+                   ? cfg->recon_sessions : f.srv->sessions;
+        if (sessions < 1) {
+            sessions = 1;
+        }
+        if (sessions > MC_FETCH_SESSIONS_MAX) {
+            sessions = MC_FETCH_SESSIONS_MAX;
+        }
+        if ((size_t) sessions > chunks) {
+            sessions = (int) chunks;
         }
 
-        rc = -1;
-        mrc = mc_mt5_ensure(s, &retcode);
+        for (started = 0; rc == 0 && started < sessions; started++) {
+            w[started].f = &f;
+            w[started].rc = 0;
+            w[started].s = mc_mt5_session_new(&f.srv->mt5);
 
-        if (mrc != MC_MT5_OK) {
-            mc_recon_fetch_fail(&f, s, mrc, retcode, "authentication");
-
-        } else if ((mrc = mc_mt5_time(s, &now, &f.offset, &retcode))
-                   != MC_MT5_OK)
-        {
-            mc_recon_fetch_fail(&f, s, mrc, retcode, "time/server");
-
-        } else {
-            for (k = i, rc = 0; rc == 0 && k < j;
-                 k += MC_MT5_BATCH_TICKETS)
+            if (w[started].s == NULL
+                || pthread_create(&tid[started], NULL,
+                                  mc_recon_fetch_ticket_worker, &w[started])
+                   != 0)
             {
-                if (*stop) {
-                    snprintf(err, errlen, "stopped by a signal");
-                    rc = -1;
-                    break;
+                mc_mt5_session_free(w[started].s);
+                pthread_mutex_lock(&f.lock);
+                if (!f.failed) {
+                    f.failed = 1;
+                    snprintf(err, errlen, "MT5 server %s: cannot start "
+                             "ticket session %d", f.srv->name, started + 1);
                 }
-                rc = mc_recon_fetch_chunk(&f, s, &t[k],
-                                          j - k < MC_MT5_BATCH_TICKETS
-                                          ? j - k : MC_MT5_BATCH_TICKETS,
-                                          found);
+                pthread_mutex_unlock(&f.lock);
+                break;
             }
         }
 
-        if (rc == 0) {
-            mc_mt5_close(s);
+        for (k = 0; k < started; k++) {
+            pthread_join(tid[k], NULL);
+            if (w[k].rc == 0) {
+                mc_mt5_close(w[k].s);
+            }
+            mc_mt5_session_free(w[k].s);
+            rc |= w[k].rc;
         }
-        mc_mt5_session_free(s);
-        pthread_mutex_destroy(&f.lock);
 
+        if (f.failed) {
+            rc = -1;
+        }
+
+        pthread_mutex_destroy(&f.lock);
         sum[0] += f.sum[0];
         sum[1] += f.sum[1];
 
@@ -608,7 +627,7 @@ mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
         }
 
         mc_log(MC_LOG_INFO, "reconcile: MT5 server %s: %zu deals asked for "
-               "by ticket", f.srv->name, j - i);
+               "by ticket, %d sessions", f.srv->name, f.ntickets, started);
     }
 
     snprintf(digest, 33, "%016" PRIx64 "%016" PRIx64, sum[0], sum[1]);
@@ -616,31 +635,110 @@ mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
 }
 
 
-/* up to MC_MT5_BATCH_TICKETS tickets of one server */
+/* the server's clock, read once: every ticket row's UTC time uses it */
+static int
+mc_recon_fetch_ticket_plan(mc_fetch_t *f)
+{
+    int                retcode, rc;
+    int64_t            now;
+    mc_mt5_rc_e        mrc;
+    mc_mt5_session_t  *s;
+
+    s = mc_mt5_session_new(&f->srv->mt5);
+    if (s == NULL) {
+        snprintf(f->err, f->errlen, "MT5 server %s: out of memory",
+                 f->srv->name);
+        return -1;
+    }
+
+    rc = -1;
+    mrc = mc_mt5_ensure(s, &retcode);
+
+    if (mrc != MC_MT5_OK) {
+        mc_recon_fetch_fail(f, s, mrc, retcode, "authentication");
+
+    } else if ((mrc = mc_mt5_time(s, &now, &f->offset, &retcode))
+               != MC_MT5_OK)
+    {
+        mc_recon_fetch_fail(f, s, mrc, retcode, "time/server");
+
+    } else {
+        rc = 0;
+        mc_mt5_close(s);
+    }
+
+    mc_mt5_session_free(s);
+    return rc;
+}
+
+
+static void *
+mc_recon_fetch_ticket_worker(void *arg)
+{
+    size_t              k, n;
+    mc_fetch_worker_t  *w = arg;
+    mc_fetch_t         *f = w->f;
+
+    for ( ;; ) {
+        pthread_mutex_lock(&f->lock);
+        if (f->failed || f->next >= f->ntickets) {
+            pthread_mutex_unlock(&f->lock);
+            break;
+        }
+        if (*f->stop) {
+            f->failed = 1;
+            snprintf(f->err, f->errlen, "stopped by a signal");
+            pthread_mutex_unlock(&f->lock);
+            break;
+        }
+        k = f->next;
+        n = f->ntickets - k < MC_MT5_BATCH_TICKETS
+            ? f->ntickets - k : MC_MT5_BATCH_TICKETS;
+        f->next += n;
+        pthread_mutex_unlock(&f->lock);
+
+        if (mc_recon_fetch_chunk(f, w->s, &f->tickets[k], n) != 0) {
+            w->rc = -1;
+            break;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * Up to MC_MT5_BATCH_TICKETS tickets of one server: asked for, each
+ * deal's currency settled (another login's by asking MT5), and only then
+ * written, under the lock.
+ */
 static int
 mc_recon_fetch_chunk(mc_fetch_t *f, mc_mt5_session_t *s,
-    const mc_recon_ticket_t *t, size_t n, uint64_t *found)
+    const mc_recon_ticket_t *t, size_t n)
 {
-    int              retcode;
+    int              retcode, rc;
     size_t           i, k, got;
-    int64_t          minor;
+    int64_t          minor[MC_MT5_BATCH_TICKETS];
     uint64_t         tickets[MC_MT5_BATCH_TICKETS];
-    mc_mt5_rc_e      rc;
+    mc_mt5_rc_e      mrc;
     mc_mt5_deal_t   *deals, *d;
-    mc_mt5_group_t   g;
+    mc_mt5_group_t   g[MC_MT5_BATCH_TICKETS];
 
     for (i = 0; i < n; i++) {
         tickets[i] = t[i].ticket;
     }
 
-    rc = mc_mt5_deals_by_ticket(s, tickets, n, &deals, &got, &retcode);
-    if (rc != MC_MT5_OK) {
-        mc_recon_fetch_fail(f, s, rc, retcode, "deal/get_batch by ticket");
+    mrc = mc_mt5_deals_by_ticket(s, tickets, n, &deals, &got, &retcode);
+    if (mrc != MC_MT5_OK) {
+        mc_recon_fetch_fail(f, s, mrc, retcode, "deal/get_batch by ticket");
         return -1;
     }
 
-    for (i = 0; i < got; i++) {
+    rc = 0;
+
+    for (i = 0; rc == 0 && i < got; i++) {
         d = &deals[i];
+        memset(&g[i], 0, sizeof(mc_mt5_group_t));
 
         if (d->action != MC_MT5_DEAL_BALANCE) {
             continue;                   /* a ticket that is no balance deal */
@@ -650,38 +748,51 @@ mc_recon_fetch_chunk(mc_fetch_t *f, mc_mt5_session_t *s,
             /* void */
         }
 
-        memset(&g, 0, sizeof(g));
-
         if (k < n && d->login == t[k].login) {
-            snprintf(g.currency, sizeof(g.currency), "%s", t[k].currency);
-            g.digits = t[k].digits;
+            snprintf(g[i].currency, sizeof(g[i].currency), "%s",
+                     t[k].currency);
+            g[i].digits = t[k].digits;
 
-        } else if (mc_recon_fetch_group_of(f, s, d->login, &g) != 0) {
-            free(deals);
-            return -1;
+        } else if (mc_recon_fetch_group_of(f, s, d->login, &g[i]) != 0) {
+            rc = -1;
+            break;
         }
 
-        if (mc_decimal_to_minor(d->profit, g.digits, &minor) != 0) {
-            snprintf(f->err, f->errlen, "MT5 server %s: deal %" PRIu64
-                     " of login %" PRIu64 ": profit is not exact in %s's %d "
-                     "digits", f->srv->name, d->deal, d->login, g.currency,
-                     g.digits);
-            free(deals);
-            return -1;
+        if (mc_decimal_to_minor(d->profit, g[i].digits, &minor[i]) != 0) {
+            pthread_mutex_lock(&f->lock);
+            if (!f->failed) {
+                f->failed = 1;
+                snprintf(f->err, f->errlen, "MT5 server %s: deal %" PRIu64
+                         " of login %" PRIu64 ": profit is not exact in "
+                         "%s's %d digits", f->srv->name, d->deal, d->login,
+                         g[i].currency, g[i].digits);
+            }
+            pthread_mutex_unlock(&f->lock);
+            rc = -1;
+        }
+    }
+
+    if (rc == 0) {
+        pthread_mutex_lock(&f->lock);
+
+        for (i = 0; i < got; i++) {
+            if (deals[i].action == MC_MT5_DEAL_BALANCE) {
+                mc_recon_fetch_row(f, &deals[i], &g[i], minor[i]);
+                (*f->found)++;
+            }
         }
 
-        mc_recon_fetch_row(f, d, &g, minor);
-        (*found)++;
+        if (f->copy->failed && !f->failed) {
+            f->failed = 1;
+            snprintf(f->err, f->errlen, "%s", f->copy->err);
+        }
+
+        rc = f->failed ? -1 : 0;
+        pthread_mutex_unlock(&f->lock);
     }
 
     free(deals);
-
-    if (f->copy->failed) {
-        snprintf(f->err, f->errlen, "%s", f->copy->err);
-        return -1;
-    }
-
-    return 0;
+    return rc;
 }
 
 

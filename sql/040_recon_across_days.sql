@@ -36,8 +36,9 @@
 --     case still holds open is replayed (sql/039): the one automatic fix.
 --
 -- Re-declared here (their current definitions): recon_load_deals() (the
--- ticket deals, a digest per load), recon_digest() (the carried run and
--- the window are inputs) and recon_match().
+-- ticket deals, a digest per load; and the untagging of 036 and the
+-- zoned deal time of 038, whose row triggers are dropped), recon_digest()
+-- (the carried items and the window are inputs) and recon_match().
 --
 
 ALTER TABLE mt5credit.recon_run
@@ -163,6 +164,11 @@ END
 $$;
 
 
+-- 036's untagging and 038's zoned time, a row trigger each, are done by
+-- recon_load_deals() below for the whole set
+DROP TRIGGER recon_deal_untag ON mt5credit.recon_deal;
+DROP TRIGGER recon_deal_in_zoned ON mt5credit.recon_deal_in;
+
 --
 -- 011's recon_load_deals(), loading twice: the window's deals, then those
 -- asked for by ticket.  Each load brings its own digest; the run's is
@@ -181,6 +187,7 @@ DECLARE
     v_bad   record;
     v_why   text;
     v_twice boolean;
+    v_tag   text := (SELECT tag FROM deployment);
 BEGIN
     r := recon_running(p_run);
 
@@ -215,22 +222,46 @@ BEGIN
                  || 'currency "' || v_bad.currency || '", unknown here';
     END IF;
 
-    -- a ticket deal the window's fetch already has is the same deal
+    -- a ticket is asked for only when the window's fetch lacks it
+    -- (recon_tickets()), and the job checks every answer was asked for.
+    -- The comment without this deployment's tag, and a zoned server's
+    -- deal time, are worked out here for the whole set: 036's and 038's
+    -- row triggers did the same a row at a time, most of a load's cost
     INSERT INTO recon_deal (run_id, mt5_server, deal_ticket, mt5_login,
-                            amount_minor, currency, comment, deal_time,
-                            fetched_by)
-    SELECT DISTINCT ON (i.mt5_server, i.deal_ticket)
-           i.run_id, i.mt5_server, i.deal_ticket, i.mt5_login,
-           i.amount_minor, i.currency, i.comment, to_timestamp(i.deal_epoch),
+                            amount_minor, currency, comment, mt5_comment,
+                            deal_time, fetched_by)
+    SELECT i.run_id, i.mt5_server, i.deal_ticket, i.mt5_login,
+           i.amount_minor, i.currency,
+           CASE WHEN v_tag IS NOT NULL
+                     AND left(i.comment, length(v_tag) + 1) = v_tag || ':'
+                THEN substr(i.comment, length(v_tag) + 2)
+                ELSE i.comment END,
+           i.comment,
+           CASE WHEN i.time_zone IS NULL THEN to_timestamp(i.deal_epoch)
+                -- the wall-clock reading, taken as the zone's local time
+                ELSE timezone(i.time_zone,
+                              timezone('UTC', to_timestamp(i.server_time)))
+                END,
+           CASE WHEN i.by_ticket THEN 'ticket' ELSE 'window' END
+    FROM (SELECT DISTINCT ON (mt5_server, deal_ticket) *
+          FROM recon_deal_in
+          WHERE run_id = p_run AND v_twice
+          ORDER BY mt5_server, deal_ticket) i
+    UNION ALL
+    SELECT i.run_id, i.mt5_server, i.deal_ticket, i.mt5_login,
+           i.amount_minor, i.currency,
+           CASE WHEN v_tag IS NOT NULL
+                     AND left(i.comment, length(v_tag) + 1) = v_tag || ':'
+                THEN substr(i.comment, length(v_tag) + 2)
+                ELSE i.comment END,
+           i.comment,
+           CASE WHEN i.time_zone IS NULL THEN to_timestamp(i.deal_epoch)
+                ELSE timezone(i.time_zone,
+                              timezone('UTC', to_timestamp(i.server_time)))
+                END,
            CASE WHEN i.by_ticket THEN 'ticket' ELSE 'window' END
     FROM recon_deal_in i
-    WHERE i.run_id = p_run
-      AND (NOT i.by_ticket
-           OR NOT EXISTS (SELECT 1 FROM recon_deal d
-                          WHERE d.run_id = p_run
-                            AND d.mt5_server = i.mt5_server
-                            AND d.deal_ticket = i.deal_ticket))
-    ORDER BY i.mt5_server, i.deal_ticket;
+    WHERE i.run_id = p_run AND NOT v_twice;
 
     DELETE FROM recon_deal_in WHERE run_id = p_run;
     ANALYZE recon_deal;

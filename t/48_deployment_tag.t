@@ -134,14 +134,26 @@ is($st->credit($new)->{reference}, "dep:$new",
 
 # --- reconciliation reads the comment without this deployment's tag -------------
 
-$sb->psql("INSERT INTO mt5credit.recon_deal (run_id, mt5_server, deal_ticket, "
-          . "mt5_login, amount_minor, currency, comment, deal_time) VALUES "
-          . "(0, 'live1', 1, 74801, 100, 'USD', 'prod:dep:5', now()), "
-          . "(0, 'live1', 2, 74801, 100, 'USD', 'stg:dep:5', now()), "
-          . "(0, 'live1', 3, 74801, 100, 'USD', 'dep:5', now())");
-is(join(' ', map { "$_->[0]=$_->[1]" } @{ $sb->psql(
-       "SELECT comment, mt5_comment FROM mt5credit.recon_deal WHERE run_id = 0 "
-       . "ORDER BY deal_ticket") }),
+# as the job loads them: staged, then moved into a run by recon_load_deals()
+my $untagged = $sb->psql(<<'SQL', raw => 1);
+BEGIN;
+SELECT run_id FROM mt5credit.recon_begin('stripe', '2026-11-30', 'UTC', 'USD',
+    'stripe', repeat('0', 64), NULL, '0 s');
+INSERT INTO mt5credit.recon_deal_in (run_id, mt5_server, deal_ticket,
+    mt5_login, amount_minor, currency, comment, deal_epoch)
+SELECT max(id), 'live1', t, 74801, 100, 'USD', c, 1764460800
+FROM mt5credit.recon_run,
+     (VALUES (1, 'prod:dep:5'), (2, 'stg:dep:5'), (3, 'dep:5')) v (t, c)
+GROUP BY t, c;
+SELECT mt5credit.recon_load_deals(max(id), md5('deals'))
+FROM mt5credit.recon_run;
+SELECT 'untagged ' || string_agg(comment || '=' || mt5_comment, ' '
+                                 ORDER BY deal_ticket)
+FROM mt5credit.recon_deal
+WHERE run_id = (SELECT max(id) FROM mt5credit.recon_run);
+ROLLBACK;
+SQL
+is(($untagged =~ /^untagged (.*)$/m)[0],
    'dep:5=prod:dep:5 stg:dep:5=stg:dep:5 dep:5=dep:5',
    'a deal of ours is compared untagged; another deployment\'s keeps its tag');
 
