@@ -35,6 +35,7 @@
 #include "mc_alert.h"
 #include "mc_deployment.h"
 #include "mc_log.h"
+#include "mc_mt5.h"
 #include "mc_pgconn.h"
 #include "mc_pgcopy.h"
 #include "mc_recon.h"
@@ -88,6 +89,7 @@ static mc_pgcopy_t *mc_recon_copy_open(mc_recon_t *r, const char *sql);
 static int mc_recon_copy_close(mc_recon_t *r, mc_pgcopy_t *copy, int parsed,
     const char *file, const char *perr);
 static int mc_recon_zones(mc_recon_t *r);
+static int mc_recon_clock(mc_recon_t *r, int i);
 static int mc_recon_fetch_start(mc_recon_t *r);
 static void *mc_recon_fetch_thread(void *arg);
 static int mc_recon_fetch_wait(mc_recon_t *r, int abandon);
@@ -542,7 +544,7 @@ mc_recon_copy_close(mc_recon_t *r, mc_pgcopy_t *copy, int parsed,
 static int
 mc_recon_zones(mc_recon_t *r)
 {
-    int                  i;
+    int                  i, rc;
     char                 from[24], to[24];
     PGresult            *res;
     const char          *params[3];
@@ -556,6 +558,10 @@ mc_recon_zones(mc_recon_t *r)
         memset(&r->zones[i], 0, sizeof(mc_recon_zone_t));
 
         if (srv->time_zone[0] == '\0') {
+            rc = mc_recon_clock(r, i);
+            if (rc != 0) {
+                return rc;
+            }
             continue;
         }
 
@@ -593,12 +599,99 @@ mc_recon_zones(mc_recon_t *r)
 }
 
 
+/*
+ * A server without a zone: its clock now, recorded with the run, and the
+ * offset that held at each end of the day, from the runs' measurements
+ * nearest to them (sql/041).  Both ends the same: the day's deals are read
+ * at it.  Different: the offset changed during the day, and without the
+ * zone a deal near the step cannot be placed: the run is incomplete.
+ */
+static int
+mc_recon_clock(mc_recon_t *r, int i)
+{
+    int                  retcode;
+    char                 run[24], off[24], why[1024];
+    int64_t              now, offset, start, end;
+    PGresult            *res;
+    mc_mt5_rc_e          rc;
+    const char          *params[3];
+    mc_mt5_session_t    *s;
+    mc_server_config_t  *srv;
+
+    srv = &r->cfg->servers[i];
+
+    s = mc_mt5_session_new(&srv->mt5);
+    if (s == NULL) {
+        snprintf(r->err, sizeof(r->err), "out of memory");
+        return MC_RECON_FAILED;
+    }
+
+    rc = mc_mt5_ensure(s, &retcode);
+    if (rc == MC_MT5_OK) {
+        rc = mc_mt5_time(s, &now, &offset, &retcode);
+    }
+
+    if (rc != MC_MT5_OK) {
+        snprintf(why, sizeof(why), "MT5 deals incomplete: MT5 server %s: "
+                 "its clock: %s", srv->name,
+                 rc == MC_MT5_REJECTED ? "refused" : mc_mt5_error(s));
+        mc_mt5_session_free(s);
+        return mc_recon_incomplete(r, why);
+    }
+
+    mc_mt5_close(s);
+    mc_mt5_session_free(s);
+
+    snprintf(run, sizeof(run), "%" PRId64, r->run_id);
+    snprintf(off, sizeof(off), "%" PRId64, offset);
+    params[0] = run;
+    params[1] = srv->name;
+    params[2] = off;
+
+    res = mc_recon_exec(r, "SELECT start_offset, start_source, end_offset, "
+                           "end_source FROM mt5credit.recon_clock($1, $2, "
+                           "$3)", 3, params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        snprintf(r->err, sizeof(r->err), "database: %s",
+                 PQresultErrorMessage(res));
+        PQclear(res);
+        return MC_RECON_FAILED;
+    }
+
+    start = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    end = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+
+    if (start != end) {
+        snprintf(why, sizeof(why), "MT5 server %s has no time_zone and its "
+                 "clock changed during the day: UTC%+" PRId64 " min at its "
+                 "start (%s), UTC%+" PRId64 " min at its end (%s); a deal "
+                 "near the change cannot be placed: set time_zone in its "
+                 "[server] section", srv->name, start / 60,
+                 PQgetvalue(res, 0, 1), end / 60, PQgetvalue(res, 0, 3));
+        PQclear(res);
+        return mc_recon_incomplete(r, why);
+    }
+
+    mc_log(MC_LOG_INFO, "reconcile: MT5 server %s has no time_zone: its "
+           "clock is UTC%+" PRId64 " min now; UTC%+" PRId64 " min at the "
+           "day's start (%s) and end (%s)", srv->name, offset / 60,
+           start / 60, PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 3));
+    PQclear(res);
+
+    r->zones[i].fixed = 1;
+    r->zones[i].fixed_offset = start;
+    return 0;
+}
+
+
 /* the deals go to an unlinked temporary file first, a buffer at a time */
 static int
 mc_recon_fetch_start(mc_recon_t *r)
 {
-    if (mc_recon_zones(r) != 0) {
-        return MC_RECON_FAILED;
+    int  rc;
+
+    if ((rc = mc_recon_zones(r)) != 0) {
+        return rc;
     }
 
     r->fetch_spool = tmpfile();
@@ -871,6 +964,8 @@ mc_recon_tickets(mc_recon_t *r)
     }
 
     n = PQntuples(res);
+    mc_recon_phase(r, "scope gathered (the day's and the carried items), "
+                   "tickets listed");
     if (n == 0) {
         PQclear(res);
         return 0;

@@ -119,7 +119,8 @@ mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
     for (i = 0; i < cfg->nservers; i++) {
         memset(&f, 0, sizeof(f));
         f.srv = &cfg->servers[i];
-        f.zone = zones != NULL && zones[i].set ? &zones[i] : NULL;
+        f.zone = zones != NULL && (zones[i].set || zones[i].fixed)
+                 ? &zones[i] : NULL;
         f.copy = copy;
         f.run_id = run_id;
         f.stop = stop;
@@ -189,6 +190,18 @@ mc_recon_fetch_plan(mc_fetch_t *f, mc_mt5_session_t *s, int64_t from_utc,
         return -1;
     }
 
+    /* no zone: the offset that held at both ends of the day (041) */
+    if (f->zone != NULL && f->zone->fixed) {
+        if (f->offset != f->zone->fixed_offset) {
+            mc_log(MC_LOG_INFO, "reconcile: MT5 server %s: clock UTC%+"
+                   PRId64 " min now; the day's deals are read at UTC%+"
+                   PRId64 " min, the offset at both its ends",
+                   f->srv->name, f->offset / 60,
+                   f->zone->fixed_offset / 60);
+        }
+        f->offset = f->zone->fixed_offset;
+    }
+
     /* the window in the server's own clock (reference section 7) */
     f->from = from_utc + f->offset;
     f->to = to_utc + f->offset;
@@ -199,7 +212,7 @@ mc_recon_fetch_plan(mc_fetch_t *f, mc_mt5_session_t *s, int64_t from_utc,
      * server's clock must agree with the zone now: a zone that is not
      * the server's would cut every day wrong.
      */
-    if (f->zone != NULL) {
+    if (f->zone != NULL && f->zone->set) {
         if (f->offset - f->zone->offset_now > MC_RECON_ZONE_SLACK
             || f->zone->offset_now - f->offset > MC_RECON_ZONE_SLACK)
         {
@@ -474,7 +487,7 @@ mc_recon_fetch_row(mc_fetch_t *f, const mc_mt5_deal_t *d,
     mc_pgcopy_text(f->copy, d->comment);
     mc_pgcopy_i64(f->copy, d->time - f->offset);
     mc_pgcopy_i64(f->copy, d->time);
-    if (f->zone != NULL) {
+    if (f->zone != NULL && f->zone->set) {
         mc_pgcopy_text(f->copy, f->srv->time_zone);
     } else {
         mc_pgcopy_null(f->copy);
@@ -486,8 +499,9 @@ mc_recon_fetch_row(mc_fetch_t *f, const mc_mt5_deal_t *d,
     len = snprintf(canon, sizeof(canon), "%s|%" PRIu64 "|%" PRIu64 "|%"
                    PRId64 "|%s|%s|%" PRId64 "%s%s", f->srv->name, d->deal,
                    d->login, minor, g->currency, d->comment,
-                   d->time - f->offset, f->zone != NULL ? "|" : "",
-                   f->zone != NULL ? f->srv->time_zone : "");
+                   d->time - f->offset,
+                   f->zone != NULL && f->zone->set ? "|" : "",
+                   f->zone != NULL && f->zone->set ? f->srv->time_zone : "");
     if (len >= (int) sizeof(canon)) {
         len = (int) sizeof(canon) - 1;
     }
@@ -552,7 +566,8 @@ mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
         memset(&f, 0, sizeof(f));
         memset(&st, 0, sizeof(st));
         f.srv = &cfg->servers[t[i].server];
-        f.zone = zones != NULL && zones[t[i].server].set
+        f.zone = zones != NULL
+                 && (zones[t[i].server].set || zones[t[i].server].fixed)
                  ? &zones[t[i].server] : NULL;
         f.copy = copy;
         f.run_id = run_id;
@@ -663,6 +678,9 @@ mc_recon_fetch_ticket_plan(mc_fetch_t *f)
         mc_recon_fetch_fail(f, s, mrc, retcode, "time/server");
 
     } else {
+        if (f->zone != NULL && f->zone->fixed) {
+            f->offset = f->zone->fixed_offset;
+        }
         rc = 0;
         mc_mt5_close(s);
     }

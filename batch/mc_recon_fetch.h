@@ -36,13 +36,19 @@ typedef struct {
 /*
  * A server's time zone (its time_zone), as the database reads it for this
  * run: the window in the server's wall-clock seconds, and the zone's
- * offset now, which the server's own clock must show.
+ * offset now, which the server's own clock must show.  A server without
+ * one has instead the offset its clock showed at both ends of the day,
+ * from the runs' measurements (sql/041), used in place of the one now.
  */
 typedef struct {
     int       set;
     int64_t   from;              /* the window's start, server time */
     int64_t   to;                /* its end */
     int64_t   offset_now;        /* the zone's UTC offset now, seconds */
+
+    /* no zone: the one offset that held at both ends of the day (041) */
+    int       fixed;
+    int64_t   fixed_offset;
 } mc_recon_zone_t;
 
 

@@ -14,8 +14,11 @@
 #     refuses when the server's clock disagrees with it now, and a zone
 #     the database does not know is named with its server
 # Without a zone the offset measured at the run applies to every deal
-# (shown, so the difference is visible).  The 25-hour day summer time
-# ends on, in London and in Riga, is cut right too.
+# (shown, so the difference is visible), unless the runs measured the
+# server's clock near the day's ends (sql/041): then the day's deals are
+# read at the offset of both ends, and a day whose offset changed is
+# incomplete.  The 25-hour day summer time ends on, in London and in
+# Riga, is cut right too.
 
 use strict;
 use warnings;
@@ -47,7 +50,8 @@ my %deal;
 for my $d ([ A => '2026-03-28 23:30', 2 ],     # the day before
            [ B => '2026-03-29 00:30', 2 ],     # before the change, UTC+2
            [ C => '2026-03-29 23:30', 3 ],     # after it, UTC+3
-           [ D => '2026-03-30 00:30', 3 ]) {   # the day after
+           [ D => '2026-03-30 00:30', 3 ],     # the day after
+           [ H => '2026-03-30 23:30', 3 ]) {   # its last hour
     my ($name, $utc, $h) = @$d;
     $deal{$name} = $sim->manual_deal(login => 76301, amount => '10.00',
                                      comment => "bonus $name",
@@ -105,6 +109,49 @@ like($out, qr/clock is UTC\+120 min, its time_zone "Asia\/Tokyo" says UTC\+540 m
 isnt($rc, 0, 'a zone the database does not know: refused');
 like($out, qr/\[server live1\] time_zone "Mars\/Olympus"/,
      '... named with its server');
+
+# --- a server without a zone: the offset at each end of the day ---------
+
+# what earlier runs measured, as the daily timer makes them just after
+# midnight: UTC+2 before the change, UTC+3 after it (sql/041)
+sub measured {
+    my ($day, $at, $offset) = @_;
+    $sb->psql(<<"SQL");
+INSERT INTO mt5credit.recon_run (provider, business_day, time_zone, currency,
+    window_start, window_end, deal_window_end, settlement_format,
+    settlement_sha256, verdict, input_digest, started_at, finished_at)
+VALUES ('stripe', '$day', 'UTC', 'USD',
+        '$day'::timestamp AT TIME ZONE 'UTC',
+        ('$day'::date + 1)::timestamp AT TIME ZONE 'UTC',
+        ('$day'::date + 1)::timestamp AT TIME ZONE 'UTC', 'stripe',
+        repeat('0', 64), 'reconciled', 'fixture',
+        '$at'::timestamp AT TIME ZONE 'UTC', '$at'::timestamp AT TIME ZONE 'UTC');
+INSERT INTO mt5credit.recon_clock (run_id, mt5_server, offset_s, measured_at)
+SELECT max(id), 'live1', $offset, '$at'::timestamp AT TIME ZONE 'UTC'
+FROM mt5credit.recon_run;
+SQL
+}
+measured('2026-03-28', '2026-03-29 00:20', 7200);
+measured('2026-03-29', '2026-03-30 00:20', 10800);
+measured('2026-03-30', '2026-03-31 00:20', 10800);
+
+($rc, $out) = reconcile();
+is($rc, 3, 'no zone, the offset changed during the day: incomplete');
+like($out, qr/no time_zone and its clock changed during the day: UTC\+120 min at its start \(run \d+ at 2026-03-29 00:20 UTC\), UTC\+180 min at its end \(run \d+ at 2026-03-30 00:20 UTC\).*set time_zone/,
+     '... naming both offsets and where they were measured') or diag $out;
+
+@fee = ({ id => 'txn_fee_3', category => 'fee', gross => -100,
+          at => server_time('2026-03-30 12:00', 0) });
+$csv = $sb->write_file('settlement.csv',
+                       Mt5Credit::Settlement::stripe_csv(\@fee));
+$control = $sb->write_file('control.csv',
+                           Mt5Credit::Settlement::control_csv(\@fee));
+($rc, $out, $found) = reconcile(day => '2026-03-30');
+is($found, 'D H', 'no zone, a day under UTC+3 run when the clock says '
+   . 'UTC+2: read at the offset of both its ends, not the one now')
+    or diag $out;
+like($out, qr/clock is UTC\+120 min now; UTC\+180 min at the day's start \(run \d+/,
+     '... and says so');
 
 # the day summer time ended, in London (25 hours: 00:00 BST, 23:00 UTC
 # the day before, to 24:00 GMT) on a server in Riga (EEST to EET at
