@@ -11,8 +11,11 @@
 --
 -- Now every run records the offset it measured, per server, and a run
 -- takes the offset that held at each end of its day from the measurement
--- nearest to that end (within six hours: the daily run made just after
--- midnight measures the end of the day before and the start of the day):
+-- nearest to that end, within 18 hours: the daily run (the timer's is at
+-- 13:30 UTC, for the day before) measures its clock once a day, so the
+-- nearest to a day's start is the run of the day before it, made that
+-- afternoon, and the nearest to its end the day's own run, made the next
+-- afternoon (summer time changes at night, local time).  Then:
 --   - both ends agree: that offset, whatever the offset is now;
 --   - they differ: the offset changed during the day, and a deal near a
 --     step cannot be placed without the zone: the run is incomplete, and
@@ -40,7 +43,7 @@ CREATE TRIGGER recon_clock_append_only
     FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.refuse_change();
 
 
--- the measurement of a server's clock nearest to a moment, within six
+-- the measurement of a server's clock nearest to a moment, within 18
 -- hours, by this run or a finished one; none: no row
 CREATE FUNCTION mt5credit.recon_clock_near(p_run bigint, p_server text,
     p_at timestamptz)
@@ -56,8 +59,8 @@ AS $$
     FROM recon_clock k
     JOIN recon_run o ON o.id = k.run_id
     WHERE k.mt5_server = p_server
-      AND k.measured_at BETWEEN p_at - interval '6 hours'
-                            AND p_at + interval '6 hours'
+      AND k.measured_at BETWEEN p_at - interval '18 hours'
+                            AND p_at + interval '18 hours'
       AND (k.run_id = p_run OR o.verdict NOT IN ('running', 'incomplete'))
     ORDER BY abs(extract(epoch FROM k.measured_at - p_at)), k.run_id DESC
     LIMIT 1
