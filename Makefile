@@ -118,20 +118,27 @@ static:
 
 
 # mt5credit: the worker, the resolver, status (batch/).
-BATCH_SRCS   := $(wildcard batch/*.c)
+# Grouped by part, as nginx groups its sources: lib (configuration, logs,
+# money, PostgreSQL), mt5 (the Web API client), credit (worker, resolver,
+# poll-provider, status), recon, payout, desk (cases, events), tools.
+BATCH_DIRS   := batch batch/lib batch/mt5 batch/credit batch/recon \
+                batch/payout batch/desk batch/tools
+BATCH_SRCS   := $(foreach d,$(BATCH_DIRS),$(wildcard $(d)/*.c))
+BATCH_HDRS   := $(foreach d,$(BATCH_DIRS),$(wildcard $(d)/*.h))
+BATCH_INC    := $(addprefix -I,$(BATCH_DIRS))
 BATCH_OBJS   := $(patsubst batch/%.c,$(BUILD)/batch/%.o,$(BATCH_SRCS))
-BATCH_CFLAGS := -std=gnu99 $(CFLAGS) $(WARN) -I$(PG_INC)
+BATCH_CFLAGS := -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -I$(PG_INC)
 BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto -lpthread
 MT5CREDIT    := $(BUILD)/mt5credit
 
 batch: $(MT5CREDIT)
 
-$(BUILD)/batch/%.o: batch/%.c $(wildcard batch/*.h)
+$(BUILD)/batch/%.o: batch/%.c $(BATCH_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BATCH_CFLAGS) -c -o $@ $<
 
 # the one object that names the version and commit
-$(BUILD)/batch/mc_version.o: batch/mc_version.c batch/mc_version.h \
+$(BUILD)/batch/lib/mc_version.o: batch/lib/mc_version.c batch/lib/mc_version.h \
         $(BUILD_ID)
 	@mkdir -p $(dir $@)
 	$(CC) $(BATCH_CFLAGS) -DMC_VERSION='"$(VERSION)"' \
@@ -187,30 +194,30 @@ $(BUILD)/t/mt5sim_auth_test: t/unit/mt5sim_auth_test.c t/mt5sim/mt5sim_auth.c \
 	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -It/mt5sim -o $@ \
 	    $(filter %.c,$^) -ljansson -lcrypto
 
-$(BUILD)/t/mc_money_test: t/unit/mc_money_test.c batch/mc_money.c \
-        batch/mc_money.h
+$(BUILD)/t/mc_money_test: t/unit/mc_money_test.c batch/lib/mc_money.c \
+        batch/lib/mc_money.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -o $@ $(filter %.c,$^)
 
-$(BUILD)/t/mc_settle_test: t/unit/mc_settle_test.c batch/mc_settle.c \
-        batch/mc_csv.c batch/mc_money.c batch/mc_settle.h batch/mc_csv.h \
-        batch/mc_money.h
+$(BUILD)/t/mc_settle_test: t/unit/mc_settle_test.c batch/recon/mc_settle.c \
+        batch/recon/mc_csv.c batch/lib/mc_money.c batch/recon/mc_settle.h batch/recon/mc_csv.h \
+        batch/lib/mc_money.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -o $@ $(filter %.c,$^)
 
-$(BUILD)/t/mc_mt5_auth_test: t/unit/mc_mt5_auth_test.c batch/mc_mt5_auth.c \
-        batch/mc_mt5_auth.h
+$(BUILD)/t/mc_mt5_auth_test: t/unit/mc_mt5_auth_test.c batch/mt5/mc_mt5_auth.c \
+        batch/mt5/mc_mt5_auth.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^) \
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -o $@ $(filter %.c,$^) \
 	    -lcrypto
 
 
 # driven by t/41_mt5_client.t against the simulator, step by step
-$(BUILD)/t/mc_mt5_client_test: t/unit/mc_mt5_client_test.c batch/mc_mt5.c \
-        batch/mc_mt5_auth.c batch/mc_money.c batch/mc_mt5.h \
-        batch/mc_mt5_auth.h batch/mc_money.h
+$(BUILD)/t/mc_mt5_client_test: t/unit/mc_mt5_client_test.c batch/mt5/mc_mt5.c \
+        batch/mt5/mc_mt5_auth.c batch/lib/mc_money.c batch/mt5/mc_mt5.h \
+        batch/mt5/mc_mt5_auth.h batch/lib/mc_money.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -Ibatch -o $@ $(filter %.c,$^) \
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -o $@ $(filter %.c,$^) \
 	    -lcurl -ljansson -lcrypto
 
 
@@ -304,17 +311,17 @@ $(BUILD)/fuzz/fuzz_signature: t/fuzz/fuzz_signature.c \
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ingx_mt5_credit_module -o $@ \
 	    $(filter %.c,$^) -lcrypto
 
-$(BUILD)/fuzz/fuzz_settlement: t/fuzz/fuzz_settlement.c batch/mc_settle.c \
-        batch/mc_csv.c batch/mc_money.c batch/mc_settle.h batch/mc_csv.h
+$(BUILD)/fuzz/fuzz_settlement: t/fuzz/fuzz_settlement.c batch/recon/mc_settle.c \
+        batch/recon/mc_csv.c batch/lib/mc_money.c batch/recon/mc_settle.h batch/recon/mc_csv.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ibatch -o $@ $(filter %.c,$^)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(BATCH_INC) -o $@ $(filter %.c,$^)
 
-# includes batch/mc_mt5.c itself: its static readers are what is fuzzed
-$(BUILD)/fuzz/fuzz_mt5_answer: t/fuzz/fuzz_mt5_answer.c batch/mc_mt5.c \
-        batch/mc_mt5_auth.c batch/mc_money.c batch/mc_mt5.h
+# includes batch/mt5/mc_mt5.c itself: its static readers are what is fuzzed
+$(BUILD)/fuzz/fuzz_mt5_answer: t/fuzz/fuzz_mt5_answer.c batch/mt5/mc_mt5.c \
+        batch/mt5/mc_mt5_auth.c batch/lib/mc_money.c batch/mt5/mc_mt5.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ibatch -o $@ t/fuzz/fuzz_mt5_answer.c \
-	    batch/mc_mt5_auth.c batch/mc_money.c -lcurl -ljansson -lcrypto
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(BATCH_INC) -o $@ t/fuzz/fuzz_mt5_answer.c \
+	    batch/mt5/mc_mt5_auth.c batch/lib/mc_money.c -lcurl -ljansson -lcrypto
 
 # against the nginx tree the module is configured in (make module)
 $(BUILD)/fuzz/fuzz_body: t/fuzz/fuzz_body.c \

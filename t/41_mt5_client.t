@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 #
-# The MT5 Web API client (batch/mc_mt5.c) against the simulator
+# The MT5 Web API client (batch/mt5/mc_mt5.c) against the simulator
 # (build/t/mt5sim), through build/t/mc_mt5_client_test: one process is one
 # session, its steps run in order, one JSON line per step.  Impossible:
 #   - a trade/balance sent twice: when the server executes and drops the
@@ -453,7 +453,7 @@ is($st->{connections_opened}, 1, 'on the one connection');
 
 # --- the sources ----------------------------------------------------------
 
-for my $src (qw(batch/mc_money.c batch/mc_mt5.c batch/mc_mt5_auth.c)) {
+for my $src (qw(batch/lib/mc_money.c batch/mt5/mc_mt5.c batch/mt5/mc_mt5_auth.c)) {
     open my $fh, '<', "$ROOT/$src" or die "$src: $!";
     my $text = do { local $/; <$fh> };
     $text =~ s{/\*.*?\*/}{}gs;

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 #
-# The reconciliation report writer (batch/mc_recon_report.c) on hand-made
+# The reconciliation report writer (batch/recon/mc_recon_report.c) on hand-made
 # runs in a throwaway PostgreSQL: breaks with hostile item keys and deal
 # comments, incomplete, reconciled, one over the HTML's cap, one still
 # running, one with a currency the database does not know.  A small C
@@ -119,8 +119,8 @@ my $under = $ENV{VALGRIND}
 
 my $cc = "cc -std=gnu99 -O2 -g -Wall -Wextra -Werror -Wshadow "
        . "-Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes "
-       . "-I$ROOT/batch -I/usr/include/postgresql -o $driver $driver.c "
-       . "$ROOT/batch/mc_recon_report.c $ROOT/batch/mc_money.c "
+       . "-I$ROOT/batch/recon -I$ROOT/batch/lib -I/usr/include/postgresql -o $driver $driver.c "
+       . "$ROOT/batch/recon/mc_recon_report.c $ROOT/batch/lib/mc_money.c "
        . "-lpq -ljansson 2>&1";
 my $cc_out = `$cc`;
 is($?, 0, 'the report and its driver build without warnings')

@@ -2,7 +2,7 @@
  * Copyright (C) mt5-credit
  *
  * libFuzzer target: what the batch makes of an MT5 Web API answer
- * (batch/mc_mt5.c, batch/mc_money.c): the JSON as mc_mt5_perform() loads
+ * (batch/mt5/mc_mt5.c, batch/lib/mc_money.c): the JSON as mc_mt5_perform() loads
  * it, the retcode, the "answer" member, and every field reader the worker,
  * the resolver and reconciliation use (logins, money, strings, integers,
  * tickets, deals).  The file is included so its static readers are the

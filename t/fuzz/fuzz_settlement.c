@@ -2,7 +2,7 @@
  * Copyright (C) mt5-credit
  *
  * libFuzzer target: the settlement and control-totals readers
- * (batch/mc_settle.c, batch/mc_csv.c), every format.  Input: one byte
+ * (batch/recon/mc_settle.c, batch/recon/mc_csv.c), every format.  Input: one byte
  * choosing the format and the currency's minor digits, then the file.
  *
  * Beyond "no crash": every row read is one of money (net = gross - fee,

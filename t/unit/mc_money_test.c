@@ -1,7 +1,7 @@
 /*
  * Copyright (C) mt5-credit
  *
- * batch/mc_money.c: decimal text <-> integer minor units, exactly.
+ * batch/lib/mc_money.c: decimal text <-> integer minor units, exactly.
  * Proves impossible: a rounded amount ("64.255" as 6425 or 6426), an
  * exponent, space, comma or second sign taken as a number, an overflow
  * wrapping around, a formatted amount that does not parse back to itself.

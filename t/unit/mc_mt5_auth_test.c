@@ -1,7 +1,7 @@
 /*
  * Copyright (C) mt5-credit
  *
- * batch/mc_mt5_auth.c against the handshake vectors of mt5-webapi.md
+ * batch/mt5/mc_mt5_auth.c against the handshake vectors of mt5-webapi.md
  * section 2 (MetaQuotes' Password1, the non-ASCII Pässwörd€1), plus the
  * UTF-8 -> UTF-16LE conversion on its own.
  * Proves impossible: a password hashed as UTF-8 (or with a BOM, a NUL, a

@@ -1,7 +1,7 @@
 /*
  * Copyright (C) mt5-credit
  *
- * Drives batch/mc_mt5.c against a server (t/41_mt5_client.t runs it
+ * Drives batch/mt5/mc_mt5.c against a server (t/41_mt5_client.t runs it
  * against build/t/mt5sim): one session, the steps given on the command
  * line run in order, one JSON object per step on stdout.
  *

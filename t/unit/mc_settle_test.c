@@ -1,7 +1,7 @@
 /*
  * Copyright (C) mt5-credit
  *
- * batch/mc_settle.c and batch/mc_csv.c: settlement files, one row at a
+ * batch/recon/mc_settle.c and batch/recon/mc_csv.c: settlement files, one row at a
  * time, exactly.
  * Proves impossible: a column taken by position instead of by name; a
  * quoted comma, quote or newline splitting a field; a BOM glued to the
