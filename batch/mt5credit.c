@@ -20,6 +20,7 @@
 
 #include "mc_cases.h"
 #include "mc_events.h"
+#include "mc_withdrawals.h"
 #include "mc_config.h"
 #include "mc_log.h"
 #include "mc_payout.h"
@@ -158,6 +159,12 @@ static const mc_command_t  mc_commands[] = {
     { "cases", mc_cmd_cases, "<action> [options]",
       "the case desk: list, show, assign, note, resolve, and the\n"
       "two-person money actions",
+      NULL, 0, NULL, NULL },
+
+    { "withdrawals", mc_cmd_cases, "<action> [options]",
+      "the withdrawal desk: the queue, a request with its plan\n"
+      "and digest, prepare (the maker), approve (another person),\n"
+      "reject",
       NULL, 0, NULL, NULL },
 
     { "events", mc_cmd_cases, "<action> [options]",
@@ -648,8 +655,8 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
     const char   *path, *database;
     mc_config_t  *cfg;
 
-    /* --config and --database are ours; the rest is the desk's (cases and
-       events) */
+    /* --config and --database are ours; the rest is the desk's (cases,
+       withdrawals, events) */
     path = NULL;
     database = NULL;
 
@@ -680,9 +687,15 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
         database = cfg->desk_database;
     }
 
-    rc = strcmp(cmd->name, "events") == 0
-         ? mc_events_main(argc, argv, database)
-         : mc_cases_main(argc, argv, database);
+    if (strcmp(cmd->name, "events") == 0) {
+        rc = mc_events_main(argc, argv, database);
+
+    } else if (strcmp(cmd->name, "withdrawals") == 0) {
+        rc = mc_withdrawals_main(argc, argv, database);
+
+    } else {
+        rc = mc_cases_main(argc, argv, database);
+    }
     free(cfg);
 
     return rc;

@@ -411,11 +411,76 @@ AS $$
 $$;
 
 
+-- the desk's queue: what waits for a maker or a checker, oldest first
+CREATE FUNCTION mt5credit.withdrawal_queue(p_status text, p_limit integer)
+RETURNS TABLE (reference text, status text, client_id text,
+               mt5_server text, mt5_login bigint, amount_minor bigint,
+               currency text, legs bigint, refunds_minor bigint,
+               prepared_by text, created_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+AS $$
+    SELECT w.reference, w.status, w.client_id, w.mt5_server, w.mt5_login,
+           w.amount_minor, w.currency,
+           (SELECT count(*) FROM withdrawal_leg l
+            WHERE l.withdrawal_id = w.id AND l.plan_no = w.plan_no),
+           (SELECT coalesce(sum(l.account_amount_minor), 0)
+            FROM withdrawal_leg l
+            WHERE l.withdrawal_id = w.id AND l.plan_no = w.plan_no
+              AND l.kind = 'refund'),
+           w.prepared_by, w.created_at
+    FROM withdrawal w
+    WHERE (p_status IS NULL AND w.status IN ('requested', 'prepared'))
+       OR w.status = p_status
+    ORDER BY w.created_at, w.id
+    LIMIT least(greatest(coalesce(p_limit, 100), 1), 10000)
+$$;
+
+
+-- everything the checker signs: the request, its plan, the digest
+CREATE FUNCTION mt5credit.withdrawal_show(p_reference text)
+RETURNS jsonb
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+AS $$
+    SELECT jsonb_build_object(
+        'reference', w.reference, 'status', w.status,
+        'client_id', w.client_id, 'provider', w.provider,
+        'mt5_server', w.mt5_server, 'mt5_login', w.mt5_login,
+        'amount_minor', w.amount_minor, 'currency', w.currency,
+        'destination', w.destination, 'created_at', w.created_at,
+        'prepared_by', w.prepared_by, 'prepared_at', w.prepared_at,
+        'prepared_digest', w.prepared_digest,
+        'approved_by', w.approved_by, 'approved_at', w.approved_at,
+        'note', w.note, 'plan_no', w.plan_no,
+        'plan', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                'leg', l.leg, 'kind', l.kind, 'provider', l.provider,
+                'payment', l.payment_key, 'amount_minor', l.amount_minor,
+                'currency', l.currency,
+                'account_amount_minor', l.account_amount_minor,
+                'fx_rate', l.fx_rate) ORDER BY l.leg)
+            FROM withdrawal_leg l
+            WHERE l.withdrawal_id = w.id AND l.plan_no = w.plan_no), '[]'),
+        'debit', (SELECT jsonb_build_object('reference', c.reference,
+                                            'status', c.status,
+                                            'deal', c.mt5_deal_ticket)
+                  FROM mt5_credit c
+                  WHERE c.withdrawal_id = w.id AND c.kind = 'withdrawal'))
+    FROM withdrawal w
+    WHERE w.reference = p_reference
+$$;
+
+
 REVOKE ALL ON FUNCTION
+    mt5credit.withdrawal_queue(text, integer),
+    mt5credit.withdrawal_show(text),
     mt5credit.withdrawal_plan(bigint),
     mt5credit.withdrawal_plan_digest(bigint),
     mt5credit.withdrawal_plan_show(text)
     FROM PUBLIC;
 
-GRANT EXECUTE ON FUNCTION mt5credit.withdrawal_plan_show(text)
+GRANT EXECUTE ON FUNCTION
+    mt5credit.withdrawal_plan_show(text),
+    mt5credit.withdrawal_queue(text, integer),
+    mt5credit.withdrawal_show(text)
     TO mt5credit_operator, mt5credit_reader;

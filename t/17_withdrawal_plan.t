@@ -13,6 +13,8 @@
 #     refund since, another withdrawal approved since, the request's
 #     digest alone)
 #   - a plan changing after approval, or a leg rewritten
+#   - the desk (`mt5credit withdrawals`) approving what it did not show:
+#     the maker's own approval and a stale digest are refused
 
 use strict;
 use warnings;
@@ -22,6 +24,7 @@ use Test::More;
 use lib 't/lib';
 use Mt5Credit::Sandbox;
 use Mt5Credit::Provider qw(stripe_event);
+use Mt5Credit::Worker;
 
 my $sb = Mt5Credit::Sandbox->new;
 $sb->start_postgres;
@@ -219,5 +222,42 @@ like($sb->psql("SELECT mt5credit.withdrawal_prepare('$w1', NULL)",
 like($sb->psql("SELECT * FROM mt5credit.withdrawal_plan_show('$w1')",
                user => 'worker', may_fail => 1), qr/permission denied/,
      'the worker does not read plans');
+
+# --- the desk: mt5credit withdrawals ------------------------------------
+
+my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
+sub desk {
+    my ($who, @args) = @_;
+    return Mt5Credit::Worker::run($sb, 'withdrawals', '--database',
+                                  "$db user=$who", @args);
+}
+
+my $w7 = request(2500, login => 1703);
+my ($rc, $out) = desk('ops_alice', 'list');
+like($out, qr/^$w7\s+requested\s+alice\s+live1\/1703\s+25\.00 USD/m,
+     'the queue lists the request, with its login and amount');
+($rc, $out) = desk('ops_alice', 'prepare', $w7, '--note', 'limits ok');
+is($rc, 0, 'the maker prepares it') or diag $out;
+my ($d7) = $out =~ /digest ([0-9a-f]{32})/;
+ok($d7, '... and is given the digest for the checker');
+($rc, $out) = desk('ops_bob', 'show', $w7);
+like($out, qr/"prepared_digest": "$d7"/, 'show gives the checker that '
+     . 'digest');
+like($out, qr/"kind": "refund".*"payment": "$fx->{pi}"/s,
+     '... and the plan: a refund leg to the FX deposit');
+($rc, $out) = desk('ops_alice', 'approve', $w7, '--digest', $d7);
+is($rc, 1, 'the maker cannot approve');
+like($out, qr/maker-checker/, '... and is told why');
+($rc, $out) = desk('ops_bob', 'approve', $w7, '--digest', 'f' x 32);
+like($out, qr/not the request that was prepared and shown/,
+     'a digest other than the one shown: refused');
+($rc, $out) = desk('ops_bob', 'approve', $w7);
+is($rc, 2, 'approve without --digest is a usage error');
+($rc, $out) = desk('ops_bob', 'approve', $w7, '--digest', $d7,
+                   '--note', 'seen');
+is($rc, 0, 'another person approves it with the digest shown') or diag $out;
+like($out, qr/$w7: approved/, '... approved');
+($rc, $out) = desk('ops_bob', 'reject', 'wd_x1');
+is($rc, 2, 'a reference that is not one is refused before connecting');
 
 done_testing;
