@@ -227,6 +227,16 @@ BEGIN
     -- The comment without this deployment's tag, and a zoned server's
     -- deal time, are worked out here for the whole set: 036's and 038's
     -- row triggers did the same a row at a time, most of a load's cost
+    WITH staged AS (
+        -- the same deal twice (overlapping pages) is kept once; without
+        -- duplicates, no sort of a million rows
+        SELECT * FROM (SELECT DISTINCT ON (mt5_server, deal_ticket) *
+                       FROM recon_deal_in
+                       WHERE run_id = p_run AND v_twice
+                       ORDER BY mt5_server, deal_ticket) d
+        UNION ALL
+        SELECT * FROM recon_deal_in WHERE run_id = p_run AND NOT v_twice
+    )
     INSERT INTO recon_deal (run_id, mt5_server, deal_ticket, mt5_login,
                             amount_minor, currency, comment, mt5_comment,
                             deal_time, fetched_by)
@@ -243,25 +253,7 @@ BEGIN
                               timezone('UTC', to_timestamp(i.server_time)))
                 END,
            CASE WHEN i.by_ticket THEN 'ticket' ELSE 'window' END
-    FROM (SELECT DISTINCT ON (mt5_server, deal_ticket) *
-          FROM recon_deal_in
-          WHERE run_id = p_run AND v_twice
-          ORDER BY mt5_server, deal_ticket) i
-    UNION ALL
-    SELECT i.run_id, i.mt5_server, i.deal_ticket, i.mt5_login,
-           i.amount_minor, i.currency,
-           CASE WHEN v_tag IS NOT NULL
-                     AND left(i.comment, length(v_tag) + 1) = v_tag || ':'
-                THEN substr(i.comment, length(v_tag) + 2)
-                ELSE i.comment END,
-           i.comment,
-           CASE WHEN i.time_zone IS NULL THEN to_timestamp(i.deal_epoch)
-                ELSE timezone(i.time_zone,
-                              timezone('UTC', to_timestamp(i.server_time)))
-                END,
-           CASE WHEN i.by_ticket THEN 'ticket' ELSE 'window' END
-    FROM recon_deal_in i
-    WHERE i.run_id = p_run AND NOT v_twice;
+    FROM staged i;
 
     DELETE FROM recon_deal_in WHERE run_id = p_run;
     ANALYZE recon_deal;
