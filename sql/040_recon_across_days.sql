@@ -38,7 +38,9 @@
 -- Re-declared here (their current definitions): recon_load_deals() (the
 -- ticket deals, a digest per load; and the untagging of 036 and the
 -- zoned deal time of 038, whose row triggers are dropped), recon_digest()
--- (the carried items and the window are inputs) and recon_match().
+-- (the carried items and the window are inputs) and recon_match(), whose
+-- writing of items, cases and counts is now recon_record_items() and
+-- recon_record_counts(), so the next change of rules need not repeat it.
 --
 
 ALTER TABLE mt5credit.recon_run
@@ -474,6 +476,190 @@ $$;
 
 
 --
+-- recon_record_items() and recon_record_counts(): what a matching found,
+-- written down.  They read recon_match()'s temporary tables (recon_found,
+-- recon_pair, recon_moved, recon_scope) in its transaction,
+-- so a later migration that changes the matching rules re-declares
+-- recon_match() alone.  This file holds their current definitions.
+--
+-- The items and their cases, the three records side by side.
+CREATE FUNCTION mt5credit.recon_record_items(p_run bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = mt5credit, pg_temp
+SET work_mem = '32MB'
+SET jit = off
+AS $$
+DECLARE
+    r       recon_run;
+    v_item  record;
+    v_case  bigint;
+BEGIN
+    SELECT * INTO STRICT r FROM recon_run WHERE id = p_run;
+
+    -- the deals the findings are about, gathered in one pass each: by
+    -- reference for a movement, by ticket for a deal nobody explains
+    CREATE TEMP TABLE recon_found_deals ON COMMIT DROP AS
+    SELECT x.kind, x.item_key,
+           jsonb_agg(to_jsonb(d) - 'run_id'
+                     ORDER BY d.mt5_server, d.deal_ticket) AS deals
+    FROM (SELECT f.kind, f.item_key, p.reference
+          FROM recon_found f JOIN recon_pair p ON p.pair_key = f.pair_key
+          WHERE p.reference IS NOT NULL) x
+    JOIN recon_deal d
+      ON d.run_id = p_run
+     AND d.comment = x.reference
+    GROUP BY x.kind, x.item_key
+    UNION ALL
+    SELECT f.kind, f.item_key,
+           jsonb_agg(to_jsonb(d) - 'run_id') AS deals
+    FROM recon_found f
+    JOIN recon_deal d
+      ON d.run_id = p_run AND d.mt5_server = f.deal_server
+     AND d.deal_ticket = f.deal_ticket
+    WHERE f.deal_ticket IS NOT NULL
+    GROUP BY f.kind, f.item_key;
+
+    -- items and cases, the three records side by side
+    FOR v_item IN
+        SELECT f.*,
+               p.credit_id, p.deposit_id,
+               coalesce(p.paid_amount_minor, abs(p.gross_minor),
+                        abs((fd.deals->0->>'amount_minor')::bigint))
+                   AS amount_minor,
+               coalesce(p.paid_currency, p.s_currency,
+                        fd.deals->0->>'currency') AS currency,
+               to_jsonb(s) - 'run_id' AS settlement,
+               CASE WHEN c.id IS NOT NULL THEN jsonb_build_object(
+                    'id', c.id, 'reference', c.reference, 'kind', c.kind,
+                    'direction', c.direction, 'status', c.status,
+                    'provider', c.provider,
+                    'provider_payment_id', c.provider_payment_id,
+                    'mt5_server', c.mt5_server, 'mt5_login', c.mt5_login,
+                    'amount_minor', c.amount_minor, 'currency', c.currency,
+                    'paid_amount_minor', c.paid_amount_minor,
+                    'paid_currency', c.paid_currency,
+                    'mt5_deal_ticket', c.mt5_deal_ticket,
+                    'created_at', c.created_at, 'since_day', c.since_day)
+                    || CASE WHEN c.kind = 'withdrawal' THEN
+                       jsonb_build_object('withdrawal_id', c.withdrawal_id,
+                           'payout', c.payout_reference,
+                           'payout_status', c.payout_status,
+                           'provider_payout_id', c.provider_payout_id)
+                       ELSE '{}' END END AS credit,
+               coalesce(fd.deals, '[]') AS deals
+        FROM recon_found f
+        LEFT JOIN recon_pair p ON p.pair_key = f.pair_key
+        LEFT JOIN recon_moved s ON s.row_id = p.row_id
+        LEFT JOIN recon_scope c ON c.id = p.credit_id
+        LEFT JOIN recon_found_deals fd
+               ON fd.kind = f.kind AND fd.item_key = f.item_key
+        ORDER BY f.kind, f.item_key
+    LOOP
+        v_case := open_case(v_item.kind, v_item.severity,
+            'recon:' || v_item.kind || ':' || r.provider || ':'
+                || v_item.item_key,
+            jsonb_build_object('run', p_run,
+                               'business_day', r.business_day,
+                               'settlement', v_item.settlement,
+                               'credit', v_item.credit,
+                               'deals', v_item.deals),
+            v_item.credit_id, v_item.deposit_id, NULL,
+            v_item.amount_minor, v_item.currency);
+
+        INSERT INTO recon_item (run_id, kind, item_key, severity, movement,
+                                amount_minor, currency, settlement, credit,
+                                deals, case_id)
+        VALUES (p_run, v_item.kind, v_item.item_key, v_item.severity,
+                v_item.movement, v_item.amount_minor, v_item.currency,
+                v_item.settlement, v_item.credit, v_item.deals, v_case);
+    END LOOP;
+END
+$$;
+
+
+-- The day at a glance: named counts of the run (recon_count).
+CREATE FUNCTION mt5credit.recon_record_counts(p_run bigint, p_prev bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = mt5credit, pg_temp
+SET work_mem = '32MB'
+SET jit = off
+AS $$
+BEGIN
+    -- the day at a glance: each movement is matched (all three agree),
+    -- mismatched (a finding other than being in flight), in transit, or
+    -- neither
+    CREATE TEMP TABLE recon_state ON COMMIT DROP AS
+    SELECT p.movement,
+           CASE WHEN f.broken THEN 'mismatched'
+                WHEN f.pair_key IS NULL AND p.row_id IS NOT NULL
+                     AND p.status = 'done' AND p.n_deals = 1
+                THEN 'matched' END AS state,
+           p.status, p.in_transit,
+           (p.s_carried AND p.credit_id IS NOT NULL)
+           OR (p.c_carried AND p.row_id IS NOT NULL) AS later
+    FROM recon_pair p
+    LEFT JOIN (SELECT pair_key, bool_or(kind <> 'open_at_cutoff') AS broken
+               FROM recon_found WHERE pair_key IS NOT NULL
+               GROUP BY pair_key) f ON f.pair_key = p.pair_key;
+
+    INSERT INTO recon_count (run_id, dimension, name, n)
+    SELECT p_run, 'summary', m.name, m.n
+    FROM (SELECT count(*) FILTER (WHERE state = 'matched') AS matched,
+                 count(*) FILTER (WHERE state = 'matched' AND later)
+                     AS matched_later,
+                 count(*) FILTER (WHERE in_transit) AS in_transit,
+                 count(*) FILTER (WHERE status IN ('pending', 'claimed'))
+                     AS pending,
+                 count(*) FILTER (WHERE status = 'unknown') AS unknown
+          FROM recon_state) x
+    CROSS JOIN LATERAL (VALUES
+        ('should_process',
+         (SELECT count(*) FROM recon_moved WHERE NOT carried)),
+        ('matched', x.matched),
+        ('matched_later', x.matched_later),
+        ('in_transit', x.in_transit),
+        ('pending', x.pending),
+        ('still_unknown', x.unknown),
+        ('mismatched',
+         (SELECT count(DISTINCT item_key) FROM recon_found
+          WHERE kind <> 'open_at_cutoff')),
+        ('fixed_since_last_run',
+         (SELECT count(*) FROM recon_item i
+          WHERE p_prev IS NOT NULL AND i.run_id = p_prev
+            AND NOT EXISTS (SELECT 1 FROM recon_found f
+                            WHERE f.kind = i.kind
+                              AND f.item_key = i.item_key))),
+        ('deals', (SELECT count(*) FROM recon_deal
+                   WHERE run_id = p_run AND fetched_by = 'window')),
+        ('deals_by_ticket', (SELECT count(*) FROM recon_deal
+                             WHERE run_id = p_run
+                               AND fetched_by = 'ticket')),
+        ('settlement_rows',
+         (SELECT count(*) FROM recon_settlement WHERE run_id = p_run)),
+        ('replayed',
+         (SELECT count(*) FROM webhook_event_replay
+          WHERE recon_run_id = p_run))
+    ) AS m (name, n);
+
+    INSERT INTO recon_count (run_id, dimension, name, n)
+    SELECT p_run, 'kind', kind, count(*) FROM recon_found GROUP BY kind;
+
+    INSERT INTO recon_count (run_id, dimension, name, n)
+    SELECT p_run, state, movement, count(*)
+    FROM recon_state WHERE state IS NOT NULL
+    GROUP BY state, movement;
+
+    INSERT INTO recon_count (run_id, dimension, name, n)
+    SELECT p_run, 'mismatched', 'unattributed', count(*)
+    FROM recon_found WHERE movement = 'unattributed'
+    HAVING count(*) > 0;
+END
+$$;
+
+
+--
 -- recon_match(), 019's with the days joined.  Returns the verdict, or
 -- 'unchanged:<run id>' when the inputs are those of the day's last run.
 --
@@ -495,8 +681,6 @@ DECLARE
     v_prev     recon_run;
     v_digest   text;
     v_verdict  text;
-    v_item     record;
-    v_case     bigint;
     v_window   integer;
     v_refpat   constant text := '^(dep|rfd|cbk|cbr|cor|wd):[0-9]+$';
 BEGIN
@@ -720,83 +904,7 @@ BEGIN
 
     ANALYZE recon_found;
 
-    -- the deals the findings are about, gathered in one pass each: by
-    -- reference for a movement, by ticket for a deal nobody explains
-    CREATE TEMP TABLE recon_found_deals ON COMMIT DROP AS
-    SELECT x.kind, x.item_key,
-           jsonb_agg(to_jsonb(d) - 'run_id'
-                     ORDER BY d.mt5_server, d.deal_ticket) AS deals
-    FROM (SELECT f.kind, f.item_key, p.reference
-          FROM recon_found f JOIN recon_pair p ON p.pair_key = f.pair_key
-          WHERE p.reference IS NOT NULL) x
-    JOIN recon_deal d
-      ON d.run_id = p_run
-     AND d.comment = x.reference
-    GROUP BY x.kind, x.item_key
-    UNION ALL
-    SELECT f.kind, f.item_key,
-           jsonb_agg(to_jsonb(d) - 'run_id') AS deals
-    FROM recon_found f
-    JOIN recon_deal d
-      ON d.run_id = p_run AND d.mt5_server = f.deal_server
-     AND d.deal_ticket = f.deal_ticket
-    WHERE f.deal_ticket IS NOT NULL
-    GROUP BY f.kind, f.item_key;
-
-    -- items and cases, the three records side by side
-    FOR v_item IN
-        SELECT f.*,
-               p.credit_id, p.deposit_id,
-               coalesce(p.paid_amount_minor, abs(p.gross_minor),
-                        abs((fd.deals->0->>'amount_minor')::bigint))
-                   AS amount_minor,
-               coalesce(p.paid_currency, p.s_currency,
-                        fd.deals->0->>'currency') AS currency,
-               to_jsonb(s) - 'run_id' AS settlement,
-               CASE WHEN c.id IS NOT NULL THEN jsonb_build_object(
-                    'id', c.id, 'reference', c.reference, 'kind', c.kind,
-                    'direction', c.direction, 'status', c.status,
-                    'provider', c.provider,
-                    'provider_payment_id', c.provider_payment_id,
-                    'mt5_server', c.mt5_server, 'mt5_login', c.mt5_login,
-                    'amount_minor', c.amount_minor, 'currency', c.currency,
-                    'paid_amount_minor', c.paid_amount_minor,
-                    'paid_currency', c.paid_currency,
-                    'mt5_deal_ticket', c.mt5_deal_ticket,
-                    'created_at', c.created_at, 'since_day', c.since_day)
-                    || CASE WHEN c.kind = 'withdrawal' THEN
-                       jsonb_build_object('withdrawal_id', c.withdrawal_id,
-                           'payout', c.payout_reference,
-                           'payout_status', c.payout_status,
-                           'provider_payout_id', c.provider_payout_id)
-                       ELSE '{}' END END AS credit,
-               coalesce(fd.deals, '[]') AS deals
-        FROM recon_found f
-        LEFT JOIN recon_pair p ON p.pair_key = f.pair_key
-        LEFT JOIN recon_moved s ON s.row_id = p.row_id
-        LEFT JOIN recon_scope c ON c.id = p.credit_id
-        LEFT JOIN recon_found_deals fd
-               ON fd.kind = f.kind AND fd.item_key = f.item_key
-        ORDER BY f.kind, f.item_key
-    LOOP
-        v_case := open_case(v_item.kind, v_item.severity,
-            'recon:' || v_item.kind || ':' || r.provider || ':'
-                || v_item.item_key,
-            jsonb_build_object('run', p_run,
-                               'business_day', r.business_day,
-                               'settlement', v_item.settlement,
-                               'credit', v_item.credit,
-                               'deals', v_item.deals),
-            v_item.credit_id, v_item.deposit_id, NULL,
-            v_item.amount_minor, v_item.currency);
-
-        INSERT INTO recon_item (run_id, kind, item_key, severity, movement,
-                                amount_minor, currency, settlement, credit,
-                                deals, case_id)
-        VALUES (p_run, v_item.kind, v_item.item_key, v_item.severity,
-                v_item.movement, v_item.amount_minor, v_item.currency,
-                v_item.settlement, v_item.credit, v_item.deals, v_case);
-    END LOOP;
+    PERFORM recon_record_items(p_run);
 
     -- what stays in transit, for the next run to start from
     INSERT INTO recon_transit_settlement
@@ -835,74 +943,7 @@ BEGIN
     FROM recon_pair p
     WHERE p.c_carried AND p.row_id IS NOT NULL;
 
-    -- the day at a glance: each movement is matched (all three agree),
-    -- mismatched (a finding other than being in flight), in transit, or
-    -- neither
-    CREATE TEMP TABLE recon_state ON COMMIT DROP AS
-    SELECT p.movement,
-           CASE WHEN f.broken THEN 'mismatched'
-                WHEN f.pair_key IS NULL AND p.row_id IS NOT NULL
-                     AND p.status = 'done' AND p.n_deals = 1
-                THEN 'matched' END AS state,
-           p.status, p.in_transit,
-           (p.s_carried AND p.credit_id IS NOT NULL)
-           OR (p.c_carried AND p.row_id IS NOT NULL) AS later
-    FROM recon_pair p
-    LEFT JOIN (SELECT pair_key, bool_or(kind <> 'open_at_cutoff') AS broken
-               FROM recon_found WHERE pair_key IS NOT NULL
-               GROUP BY pair_key) f ON f.pair_key = p.pair_key;
-
-    INSERT INTO recon_count (run_id, dimension, name, n)
-    SELECT p_run, 'summary', m.name, m.n
-    FROM (SELECT count(*) FILTER (WHERE state = 'matched') AS matched,
-                 count(*) FILTER (WHERE state = 'matched' AND later)
-                     AS matched_later,
-                 count(*) FILTER (WHERE in_transit) AS in_transit,
-                 count(*) FILTER (WHERE status IN ('pending', 'claimed'))
-                     AS pending,
-                 count(*) FILTER (WHERE status = 'unknown') AS unknown
-          FROM recon_state) x
-    CROSS JOIN LATERAL (VALUES
-        ('should_process',
-         (SELECT count(*) FROM recon_moved WHERE NOT carried)),
-        ('matched', x.matched),
-        ('matched_later', x.matched_later),
-        ('in_transit', x.in_transit),
-        ('pending', x.pending),
-        ('still_unknown', x.unknown),
-        ('mismatched',
-         (SELECT count(DISTINCT item_key) FROM recon_found
-          WHERE kind <> 'open_at_cutoff')),
-        ('fixed_since_last_run',
-         (SELECT count(*) FROM recon_item i
-          WHERE v_prev.id IS NOT NULL AND i.run_id = v_prev.id
-            AND NOT EXISTS (SELECT 1 FROM recon_found f
-                            WHERE f.kind = i.kind
-                              AND f.item_key = i.item_key))),
-        ('deals', (SELECT count(*) FROM recon_deal
-                   WHERE run_id = p_run AND fetched_by = 'window')),
-        ('deals_by_ticket', (SELECT count(*) FROM recon_deal
-                             WHERE run_id = p_run
-                               AND fetched_by = 'ticket')),
-        ('settlement_rows',
-         (SELECT count(*) FROM recon_settlement WHERE run_id = p_run)),
-        ('replayed',
-         (SELECT count(*) FROM webhook_event_replay
-          WHERE recon_run_id = p_run))
-    ) AS m (name, n);
-
-    INSERT INTO recon_count (run_id, dimension, name, n)
-    SELECT p_run, 'kind', kind, count(*) FROM recon_found GROUP BY kind;
-
-    INSERT INTO recon_count (run_id, dimension, name, n)
-    SELECT p_run, state, movement, count(*)
-    FROM recon_state WHERE state IS NOT NULL
-    GROUP BY state, movement;
-
-    INSERT INTO recon_count (run_id, dimension, name, n)
-    SELECT p_run, 'mismatched', 'unattributed', count(*)
-    FROM recon_found WHERE movement = 'unattributed'
-    HAVING count(*) > 0;
+    PERFORM recon_record_counts(p_run, v_prev.id);
 
     v_verdict := CASE
         WHEN EXISTS (SELECT 1 FROM recon_found
@@ -929,6 +970,8 @@ $$;
 REVOKE ALL ON FUNCTION
     mt5credit.recon_window(bigint, integer),
     mt5credit.recon_prepare(bigint),
+    mt5credit.recon_record_items(bigint),
+    mt5credit.recon_record_counts(bigint, bigint),
     mt5credit.recon_tickets(bigint)
     FROM PUBLIC;
 
