@@ -1,7 +1,7 @@
 /*
  * Copyright (C) mt5-credit
  *
- * One round:
+ * One round of the refund legs (mc_refund.c), then one of the payouts:
  *
  *   1. payout_sweep(): a sender that died mid-send leaves its payout
  *      unknown, never pending.
@@ -36,6 +36,8 @@
 #include "mc_log.h"
 #include "mc_payout.h"
 #include "mc_provider_api.h"
+#include "mc_refund.h"
+#include "mc_sender.h"
 
 
 #define MC_PAYOUT_PROVIDER    "stripe"
@@ -69,12 +71,7 @@ typedef struct {
 } mc_payout_seen_t;
 
 
-typedef struct {
-    mc_config_t        *cfg;
-    PGconn             *conn;
-    mc_papi_t           api;
-    mc_alert_config_t   alert;
-} mc_payout_t;
+typedef mc_sender_t  mc_payout_t;
 
 
 static int mc_payout_round(mc_payout_t *p, volatile sig_atomic_t *stop);
@@ -91,16 +88,10 @@ static const char *mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it,
     int *more);
 static const char *mc_payout_match(const mc_payout_item_t *it, json_t *o,
     mc_payout_seen_t *seen);
-static int mc_payout_same_deployment(const mc_payout_item_t *it, json_t *o);
 static void mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it,
     const char *from, const mc_payout_seen_t *seen);
 static void mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
     const char *kind, const char *why);
-static char *mc_payout_detail(json_t *o);
-static int mc_payout_call(mc_payout_t *p, const char *what, const char *sql,
-    int n, const char **params, char *out, size_t outlen);
-static const char *mc_payout_error_code(mc_papi_answer_t *a, char *msg,
-    size_t msglen);
 
 
 int
@@ -128,7 +119,12 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
     }
 
     for ( ;; ) {
-        rc = mc_payout_round(&p, stop);
+        /* the refund legs, then the payout legs: each sender's round
+           looks up what is unknown before it sends anything */
+        rc = mc_refund_round(&p, stop);
+        if (rc == 0) {
+            rc = mc_payout_round(&p, stop);
+        }
 
         if (once || *stop) {
             break;
@@ -170,7 +166,7 @@ mc_payout_round(mc_payout_t *p, volatile sig_atomic_t *stop)
     mc_payout_item_t  items[MC_PAYOUT_BATCH];
 
     params[0] = p->cfg->worker_name;
-    if (mc_payout_call(p, "payout_sweep",
+    if (mc_sender_call(p, "payout", "payout_sweep",
                        "SELECT mt5credit.payout_sweep($1)", 1, params, out,
                        sizeof(out)) != 0)
     {
@@ -324,9 +320,9 @@ static void
 mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
     mc_papi_answer_t *a)
 {
-    char              msg[512], detail[640], *d, att[16], id[24];
+    char              code[128], msg[512], *d, att[16], id[24];
     json_t           *doc;
-    const char       *code, *why, *params[6];
+    const char       *why, *params[6];
     mc_payout_seen_t  seen;
 
     snprintf(id, sizeof(id), "%" PRId64, it->id);
@@ -335,20 +331,21 @@ mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
     params[1] = att;
     params[2] = p->cfg->worker_name;
 
-    if (a->rc != CURLE_OK && !a->sent) {
+    switch (mc_sender_sent(a, code, sizeof(code), msg, sizeof(msg))) {
+
+    case MC_SENT_NOT:
         /* the connection was never made: nothing can have been paid */
-        d = mc_payout_detail(json_pack("{s:s, s:s}", "step", "send",
-                                       "reason", curl_easy_strerror(a->rc)));
+        d = mc_sender_detail(json_pack("{s:s, s:s}", "step", "send",
+                                       "reason", msg));
         params[3] = d;
         mc_log(MC_LOG_WARN, "payout %s: %s; not sent, released",
-               it->reference, curl_easy_strerror(a->rc));
-        mc_payout_call(p, "payout_release", "SELECT mt5credit.payout_release("
-                       "$1, $2, $3, $4)", 4, params, NULL, 0);
+               it->reference, msg);
+        mc_sender_call(p, "payout", "payout_release", "SELECT mt5credit."
+                       "payout_release($1, $2, $3, $4)", 4, params, NULL, 0);
         free(d);
         return;
-    }
 
-    if (a->rc == CURLE_OK && a->status == 200) {
+    case MC_SENT_OBJECT:
         doc = json_loadb(a->data != NULL ? a->data : "", a->len, 0, NULL);
         why = mc_payout_match(it, doc, &seen);
         json_decref(doc);
@@ -358,52 +355,41 @@ mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
             return;
         }
 
-    } else if (a->rc == CURLE_OK && a->status >= 400 && a->status < 500
-               && a->status != 409 && a->status != 429)
-    {
+        snprintf(msg, sizeof(msg), "%s", why);
+        break;
+
+    case MC_SENT_DECLINED:
         /* the provider refused the request itself: nothing was paid */
-        code = mc_payout_error_code(a, msg, sizeof(msg));
+        d = mc_sender_detail(json_pack("{s:s, s:i, s:s}", "step", "send",
+                                       "http", (int) a->status,
+                                       "code", code));
+        params[3] = code;
+        params[4] = msg;
+        params[5] = d;
+        mc_log(MC_LOG_ALERT, "payout %s: declined by the provider: "
+               "%s (%s); the MT5 debit %s stands, case opened",
+               it->reference, code, msg, it->debit_reference);
+        mc_sender_call(p, "payout", "payout_declined", "SELECT mt5credit."
+                       "payout_declined($1, $2, $4, $5, $3, $6)", 6,
+                       params, NULL, 0);
+        mc_alert(&p->alert, "payout_rejected", it->id,
+                 "payout %s declined by the provider: %s",
+                 it->reference, code);
+        free(d);
+        return;
 
-        if (code != NULL && strcmp(code, "idempotency_error") != 0) {
-            d = mc_payout_detail(json_pack("{s:s, s:i, s:s}", "step", "send",
-                                           "http", (int) a->status,
-                                           "code", code));
-            params[3] = code;
-            params[4] = msg;
-            params[5] = d;
-            mc_log(MC_LOG_ALERT, "payout %s: declined by the provider: "
-                   "%s (%s); the MT5 debit %s stands, case opened",
-                   it->reference, code, msg, it->debit_reference);
-            mc_payout_call(p, "payout_declined", "SELECT mt5credit."
-                           "payout_declined($1, $2, $4, $5, $3, $6)", 6,
-                           params, NULL, 0);
-            mc_alert(&p->alert, "payout_rejected", it->id,
-                     "payout %s declined by the provider: %s",
-                     it->reference, code);
-            free(d);
-            return;
-        }
-
-        why = code != NULL ? "the idempotency key was refused"
-                           : "an error answer without a reason";
-
-    } else if (a->rc != CURLE_OK) {
-        why = curl_easy_strerror(a->rc);
-
-    } else {
-        snprintf(msg, sizeof(msg), "HTTP %ld", a->status);
-        why = msg;
+    case MC_SENT_UNKNOWN:
+        break;
     }
 
     /* a timeout is not a failure: the lookup will tell */
-    snprintf(detail, sizeof(detail), "%s", why);
-    d = mc_payout_detail(json_pack("{s:s, s:s}", "step", "send", "reason",
-                                   detail));
+    d = mc_sender_detail(json_pack("{s:s, s:s}", "step", "send", "reason",
+                                   msg));
     params[3] = d;
     mc_log(MC_LOG_WARN, "payout %s: outcome unknown (%s); it will be looked "
-           "up before anything is sent again", it->reference, detail);
-    mc_payout_call(p, "payout_unknown", "SELECT mt5credit.payout_unknown($1, "
-                   "$2, $3, $4)", 4, params, NULL, 0);
+           "up before anything is sent again", it->reference, msg);
+    mc_sender_call(p, "payout", "payout_unknown", "SELECT mt5credit."
+                   "payout_unknown($1, $2, $3, $4)", 4, params, NULL, 0);
     free(d);
 }
 
@@ -533,7 +519,7 @@ mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it)
        under the same idempotency key */
     snprintf(id, sizeof(id), "%" PRId64, it->id);
     snprintf(att, sizeof(att), "%d", it->attempts);
-    d = mc_payout_detail(json_pack("{s:s, s:i}", "step", "lookup", "pages",
+    d = mc_sender_detail(json_pack("{s:s, s:i}", "step", "lookup", "pages",
                                    page));
     params[0] = id;
     params[1] = att;
@@ -542,8 +528,8 @@ mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it)
     mc_log(MC_LOG_INFO, "payout %s: not at the provider (complete listing, "
            "%d page%s); pending again", it->reference, page,
            page == 1 ? "" : "s");
-    mc_payout_call(p, "payout_absent", "SELECT mt5credit.payout_absent($1, "
-                   "$2, $3, $4)", 4, params, NULL, 0);
+    mc_sender_call(p, "payout", "payout_absent", "SELECT mt5credit."
+                   "payout_absent($1, $2, $3, $4)", 4, params, NULL, 0);
     free(d);
 }
 
@@ -601,7 +587,7 @@ mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it, const char *after,
                   json_object_get(o, "metadata"), "mt5credit_reference"));
 
         if (ref != NULL && strcmp(ref, it->reference) == 0
-            && mc_payout_same_deployment(it, o))
+            && mc_sender_same_deployment(it->deployment, o))
         {
             json_array_append(*found, o);
         }
@@ -614,24 +600,6 @@ mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it, const char *after,
 
     json_decref(doc);
     return NULL;
-}
-
-
-/*
- * Made by this deployment (036): its metadata names our tag, or no tag
- * when the payout was made before there was one.  Another database's
- * withdrawal 5 has our reference wd_000005 too.
- */
-static int
-mc_payout_same_deployment(const mc_payout_item_t *it, json_t *o)
-{
-    const char  *tag;
-
-    tag = json_string_value(json_object_get(json_object_get(o, "metadata"),
-                                            "mt5credit_deployment"));
-
-    return tag != NULL ? strcmp(tag, it->deployment) == 0
-                       : it->deployment[0] == '\0';
 }
 
 
@@ -668,7 +636,7 @@ mc_payout_match(const mc_payout_item_t *it, json_t *o, mc_payout_seen_t *seen)
         return "a payout with another reference";
     }
 
-    if (!mc_payout_same_deployment(it, o)) {
+    if (!mc_sender_same_deployment(it->deployment, o)) {
         return "a payout of another deployment";
     }
 
@@ -712,7 +680,7 @@ mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it, const char *from,
     snprintf(att, sizeof(att), "%d", it->attempts);
     snprintf(recheck, sizeof(recheck), "%d", p->cfg->payout_recheck);
     snprintf(watch, sizeof(watch), "%d", p->cfg->payout_paid_watch);
-    d = mc_payout_detail(json_pack("{s:s, s:s}", "step",
+    d = mc_sender_detail(json_pack("{s:s, s:s}", "step",
                                    strcmp(from, "sending") == 0 ? "send"
                                                                 : "lookup",
                                    "provider_payout_id", seen->id));
@@ -730,7 +698,7 @@ mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it, const char *from,
     params[9] = recheck;
     params[10] = watch;
 
-    if (mc_payout_call(p, "payout_answered", "SELECT mt5credit."
+    if (mc_sender_call(p, "payout", "payout_answered", "SELECT mt5credit."
                        "payout_answered($1, $2, $3, $4, $5, $6, $7, $8, $9, "
                        "$10, $11)", 11, params, out, sizeof(out)) == 0)
     {
@@ -786,7 +754,7 @@ mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
     mc_log(MC_LOG_WARN, "payout %s (%s): %s; nothing changed",
            it->reference, it->status, why);
 
-    if (mc_payout_call(p, "payout_check_failed", "SELECT mt5credit."
+    if (mc_sender_call(p, "payout", "payout_check_failed", "SELECT mt5credit."
                        "payout_check_failed($1, $2, $3, $4, $5, $6, $7)", 7,
                        params, out, sizeof(out)) == 0
         && strcmp(out, "t") == 0 && strcmp(kind, "payout_no_answer") == 0)
@@ -797,76 +765,4 @@ mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
         mc_alert(&p->alert, kind, it->id, "payout %s: %s", it->reference,
                  why);
     }
-}
-
-
-/* a history detail as JSON text; takes the reference to o */
-static char *
-mc_payout_detail(json_t *o)
-{
-    char  *text;
-
-    text = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(o);
-
-    return text;
-}
-
-
-/* one function call; its single value in out (when given); 0 or -1 */
-static int
-mc_payout_call(mc_payout_t *p, const char *what, const char *sql, int n,
-    const char **params, char *out, size_t outlen)
-{
-    PGresult  *res;
-
-    res = PQexecParams(p->conn, sql, n, NULL, params, NULL, NULL, 0);
-
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        /* no result at all (a lost connection) has no message of its own */
-        mc_log(MC_LOG_ERROR, "payout: %s: %s", what,
-               res != NULL && PQresultErrorMessage(res)[0] != '\0'
-               ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
-        PQclear(res);
-        return -1;
-    }
-
-    if (out != NULL) {
-        snprintf(out, outlen, "%s", PQgetvalue(res, 0, 0));
-    }
-
-    PQclear(res);
-    return 0;
-}
-
-
-/*
- * A Stripe error answer: {"error": {"type", "code", "message"}}.  The
- * code (or the type) when it is one, else NULL; the message in msg.
- */
-static const char *
-mc_payout_error_code(mc_papi_answer_t *a, char *msg, size_t msglen)
-{
-    json_t       *doc, *err;
-    const char   *type, *code, *m;
-    static char   out[128];
-
-    msg[0] = '\0';
-    doc = json_loadb(a->data != NULL ? a->data : "", a->len, 0, NULL);
-    err = json_object_get(doc, "error");
-    type = json_string_value(json_object_get(err, "type"));
-    code = json_string_value(json_object_get(err, "code"));
-    m = json_string_value(json_object_get(err, "message"));
-
-    if (type == NULL) {
-        json_decref(doc);
-        return NULL;
-    }
-
-    snprintf(msg, msglen, "%s", m != NULL ? m : "");
-    snprintf(out, sizeof(out), "%s",
-             strcmp(type, "idempotency_error") == 0 ? type
-             : code != NULL ? code : type);
-    json_decref(doc);
-    return out;
 }

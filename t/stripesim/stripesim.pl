@@ -34,6 +34,20 @@
 # and POST /control/payout {"id", "status", "failure_code"} settles one;
 # GET /control/payouts shows them all, with each key's POST count.
 #
+# Refunds, as the refund legs of a withdrawal use them (STATE.json.payouts
+# too, under "refunds"):
+#   POST /v1/refunds (form: payment_intent, amount, metadata[...];
+#        Idempotency-Key as for payouts; the currency is the payment's,
+#        STATE.json's entry for the PaymentIntent or usd, and an amount
+#        over what is left of that entry's "amount" is declined as
+#        Stripe does, amount_too_large);
+#   GET /v1/refunds/<id>;
+#   GET /v1/refunds?payment_intent=&limit=&starting_after= (newest first).
+# Their faults: "refund_post" (the payout_post modes), "refund_delay",
+# "refund_list": "http500" | "more_lie", "refund_get": "http500", and
+# "refund_status": the status a new refund has (default succeeded).
+# POST /control/refund {"id", "status", "failure_reason"} settles one.
+#
 #   stripesim.pl PORT STATE.json KEY
 
 use strict;
@@ -82,6 +96,8 @@ sub answer {
     return pay($c, $length) if $method eq 'POST' && $path eq '/control/pay';
     return control_payout($c, $length)
         if $method eq 'POST' && $path eq '/control/payout';
+    return control_refund($c, $length)
+        if $method eq 'POST' && $path eq '/control/refund';
     return reply($c, 200, payouts_locked(sub { $_[0] }))
         if $method eq 'GET' && $path eq '/control/payouts';
     return reply($c, 401, { error => { type => 'invalid_request_error',
@@ -93,6 +109,12 @@ sub answer {
         if $method eq 'GET' && $path =~ m{^/v1/payouts/([A-Za-z0-9_]+)$};
     return payout_list($c, $1)
         if $method eq 'GET' && $path =~ m{^/v1/payouts(?:\?(.*))?$};
+    return refund_post($c, $length, $idem)
+        if $method eq 'POST' && $path eq '/v1/refunds';
+    return refund_get($c, $1)
+        if $method eq 'GET' && $path =~ m{^/v1/refunds/([A-Za-z0-9_]+)$};
+    return refund_list($c, $1)
+        if $method eq 'GET' && $path =~ m{^/v1/refunds(?:\?(.*))?$};
     my ($kind, $id) =
         $path =~ m{^/v1/(checkout/sessions|payment_intents)/([A-Za-z0-9_]+)$};
     return reply($c, 404, { error => { message => 'No such route' } })
@@ -324,4 +346,149 @@ sub control_payout {
         return $p;
     });
     return $p ? reply($c, 200, $p) : reply($c, 404, { error => 'no such payout' });
+}
+
+# ------------------------------------------------------------- refunds
+
+sub payment_entry {
+    my ($pi) = @_;
+    open my $f, '<', $state or return {};
+    local $/;
+    my $all = eval { $json->decode(<$f>) } || {};
+    return $all->{$pi} || {};
+}
+
+sub refund_post {
+    my ($c, $length, $idem) = @_;
+    my $text = '';
+    read($c, $text, $length) if $length;
+    my $f = form($text);
+    my $fault = faults();
+    my $mode = $fault->{refund_post} // '';
+    return reply($c, 400, { error => { type => 'invalid_request_error',
+        message => 'an Idempotency-Key is required here' } }) unless $idem;
+    my $pi = $f->{payment_intent} // '';
+    return reply($c, 400, { error => { type => 'invalid_request_error',
+        code => 'parameter_missing',
+        message => 'Must provide payment_intent or charge' } })
+        unless $pi =~ /^pi_/;
+
+    if ($mode eq 'decline') {
+        payouts_locked(sub { $_[0]{posts}{$idem}++ });
+        return reply($c, 400, { error => { type => 'invalid_request_error',
+            code => 'charge_disputed',
+            message => "Charge for $pi has been disputed." } });
+    }
+    if ($mode eq 'drop_before') {
+        payouts_locked(sub { $_[0]{posts}{$idem}++ });
+        sleep($fault->{refund_delay} // 5);
+        close $c;
+        return;
+    }
+
+    my $entry = payment_entry($pi);
+    my $params = join '&', map { "$_=$f->{$_}" } sort keys %$f;
+    my ($status, $body) = @{ payouts_locked(sub {
+        my ($book) = @_;
+        $book->{posts}{$idem}++;
+        $book->{refunds} ||= [];
+        if (my $k = $book->{keys}{$idem}) {
+            return [ 400, { error => { type => 'idempotency_error',
+                message => 'Keys for idempotent requests can only be used '
+                           . 'with the same parameters' } } ]
+                if $k->{params} ne $params;
+            my ($r) = grep { $_->{id} eq $k->{id} } @{ $book->{refunds} };
+            return [ 200, $r ];
+        }
+        if (defined $entry->{amount}) {
+            my $left = $entry->{amount};
+            $left -= $_->{amount} for grep {
+                $_->{payment_intent} eq $pi
+                && $_->{status} !~ /^(failed|canceled)$/ } @{ $book->{refunds} };
+            return [ 400, { error => { type => 'invalid_request_error',
+                code => 'amount_too_large',
+                message => "Refund amount ($f->{amount}) is greater than "
+                           . "unrefunded amount on charge ($left)" } } ]
+                if $f->{amount} > $left;
+        }
+        my %meta = map { /^metadata\[(.+)\]$/ ? ($1 => $f->{$_}) : () }
+                   keys %$f;
+        my $r = { id => 're_sim_' . (@{ $book->{refunds} } + 1),
+                  object => 'refund', amount => $f->{amount} + 0,
+                  currency => lc($entry->{currency} // 'usd'),
+                  payment_intent => $pi, charge => 'ch_of_' . $pi,
+                  status => $fault->{refund_status} // 'succeeded',
+                  metadata => \%meta, created => time,
+                  failure_reason => undef };
+        push @{ $book->{refunds} }, $r;
+        $book->{keys}{$idem} = { params => $params, id => $r->{id} };
+        return [ 200, $r ];
+    }) };
+
+    if ($mode eq 'delay_after') {
+        sleep($fault->{refund_delay} // 5);
+    } elsif ($mode eq 'http500_after') {
+        return reply($c, 500, { error => { type => 'api_error',
+                                           message => 'injected' } });
+    } elsif ($mode eq 'garbage_after') {
+        print $c "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n"
+               . "Connection: close\r\n\r\nnot json!";
+        close $c;
+        return;
+    }
+    return reply($c, $status, $body);
+}
+
+sub refund_get {
+    my ($c, $id) = @_;
+    return reply($c, 500, { error => { type => 'api_error' } })
+        if (faults()->{refund_get} // '') eq 'http500';
+    my $r = payouts_locked(sub {
+        (grep { $_->{id} eq $id } @{ $_[0]{refunds} || [] })[0] });
+    return $r ? reply($c, 200, $r)
+              : reply($c, 404, { error => { type => 'invalid_request_error',
+                                            message => "No such refund: '$id'" } });
+}
+
+sub refund_list {
+    my ($c, $query) = @_;
+    my $mode = faults()->{refund_list} // '';
+    return reply($c, 500, { error => { type => 'api_error' } })
+        if $mode eq 'http500';
+    return reply($c, 200, { object => 'list', data => [], has_more =>
+                            JSON::PP::true, url => '/v1/refunds' })
+        if $mode eq 'more_lie';
+    my $q = form($query // '');
+    my $limit = $q->{limit} || 10;
+    my @all = sort { $b->{created} <=> $a->{created}
+                     || ($b->{id} =~ /(\d+)$/)[0] <=> ($a->{id} =~ /(\d+)$/)[0] }
+              grep { !$q->{payment_intent}
+                     || $_->{payment_intent} eq $q->{payment_intent} }
+              @{ payouts_locked(sub { $_[0]{refunds} || [] }) };
+    if (my $after = $q->{starting_after}) {
+        my ($i) = grep { $all[$_]{id} eq $after } 0 .. $#all;
+        @all = defined $i ? @all[$i + 1 .. $#all] : ();
+    }
+    my @page = splice @all, 0, $limit;
+    return reply($c, 200, { object => 'list', data => \@page,
+                            has_more => @all ? JSON::PP::true
+                                             : JSON::PP::false,
+                            url => '/v1/refunds' });
+}
+
+sub control_refund {
+    my ($c, $length) = @_;
+    my $text = '';
+    read($c, $text, $length) if $length;
+    my $req = eval { $json->decode($text) } || {};
+    my $r = payouts_locked(sub {
+        my ($r) = grep { $_->{id} eq ($req->{id} // '') }
+                  @{ $_[0]{refunds} || [] };
+        if ($r) {
+            $r->{status} = $req->{status};
+            $r->{failure_reason} = $req->{failure_reason};
+        }
+        return $r;
+    });
+    return $r ? reply($c, 200, $r) : reply($c, 404, { error => 'no such refund' });
 }

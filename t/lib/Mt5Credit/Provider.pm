@@ -54,8 +54,9 @@ sub hmac_hex { return hmac_sha256_hex($_[1], $_[0]) }
 # A Stripe event body.  %o: type, deposit (reference), amount, currency,
 # pi (PaymentIntent id), charge, dispute, status, payment_status, id;
 # for charge.refunded also charge_amount and refunds (a list of
-# [refund id, amount, status (default succeeded)], listed as the charge's
-# refunds.data the way older API versions send it; absent: no list).
+# [refund id, amount, status (default succeeded), metadata], listed as the
+# charge's refunds.data the way older API versions send it; absent: no
+# list); for refund.* the refund, {id, status, metadata, failure_reason}.
 sub stripe_event {
     my (%o) = @_;
     my $type = $o{type} || 'checkout.session.completed';
@@ -88,6 +89,8 @@ sub stripe_event {
                       qq({"id": "$_->[0]", "object": "refund", )
                     . qq("amount": $_->[1], "charge": "$ch", )
                     . qq("currency": "$cur", "payment_intent": "$pi", )
+                    . ($_->[3] ? '"metadata": ' . meta_json($_->[3]) . ', '
+                               : '')
                     . qq("status": ") . ($_->[2] || 'succeeded') . '"}'
                   } @{ $o{refunds} })
                 . qq(], "has_more": false});
@@ -97,6 +100,16 @@ sub stripe_event {
             . qq(, "amount_refunded": $amount, "currency": "$cur", )
             . qq("payment_intent": "$pi", "refunded": true, )
             . qq("status": "succeeded"$list});
+    } elsif ($type =~ /^refund\./) {
+        # refund.created, refund.updated, refund.failed: the refund itself
+        my $r = $o{refund} || {};
+        my $fr = $r->{failure_reason} ? qq("$r->{failure_reason}") : 'null';
+        $object = qq({"id": "$r->{id}", "object": "refund", )
+            . qq("amount": $amount, "charge": "ch_of_$pi", )
+            . qq("currency": "$cur", "failure_reason": $fr, )
+            . '"metadata": ' . meta_json($r->{metadata} || {}) . ', '
+            . qq("payment_intent": "$pi", )
+            . qq("status": ") . ($r->{status} || 'succeeded') . '"}';
     } elsif ($type =~ /^charge\.dispute\./) {
         my $du = $o{dispute} || 'du_' . uniq();
         my $st = $o{status} || 'lost';
@@ -112,6 +125,12 @@ sub stripe_event {
          . qq(  "api_version": "2025-03-31.basil",\n  "created": ) . time
          . qq(,\n  "data": {\n    "object": $object\n  },\n)
          . qq(  "livemode": false,\n  "type": "$type"\n}\n);
+}
+
+# a refund's metadata, as Stripe writes it (string values, sorted here)
+sub meta_json {
+    my ($m) = @_;
+    return '{' . join(', ', map { qq("$_": "$m->{$_}") } sort keys %$m) . '}';
 }
 
 # The generic payload (docs/providers.md) for Standard Webhooks PSPs.
