@@ -17,16 +17,22 @@
 #     leg is still unknown) debiting MT5 a second time
 #   - a client's own refund after a leg debiting the leg's amount too
 #   - the client told "paid" before every leg has arrived
+#   - a leg's settlement row taken for a refund without a debit, or paired
+#     with a client's own refund; a leg settled for another amount, or
+#     while we hold it failed; a debit whose legs did not all settle
+#     passing reconciliation
 
 use strict;
 use warnings;
 
 use JSON::PP;
 use Test::More;
+use POSIX qw(strftime);
 use Time::HiRes qw(sleep);
 
 use lib 't/lib';
 use Mt5Credit::Provider qw(stripe_event);
+use Mt5Credit::Settlement;
 use Mt5Credit::Stack;
 use Mt5Credit::Worker;
 
@@ -84,6 +90,7 @@ sub send_round {
 }
 
 my $seq = 0;
+my %wd;                        # the withdrawals, for reconciliation
 
 # a deposit paid through the edge and credited by the worker
 sub deposit {
@@ -284,6 +291,7 @@ is(progress_legs($r1), 'refund refunded 25000 USD, refund refunded 5000 USD',
 {
     my $d = deposit(71802, 10000);
     my ($r, $w) = withdraw(71802, 40000);
+    $wd{mixed} = $w;
     is(progress_legs($r), 'refund processing 10000 USD, payout processing '
        . '30000 USD', 'a withdrawal of 400 against a deposit of 100: a refund '
        . 'of 100 and a payout of 300');
@@ -313,6 +321,7 @@ is(progress_legs($r1), 'refund refunded 25000 USD, refund refunded 5000 USD',
 {
     my $d = deposit(71801, 7000);
     my ($r, $w) = withdraw(71801, 7000);
+    $wd{timeout} = $w;
     wait_debit($w);
     faults(refund_post => 'delay_after', refund_delay => 3);
     send_round();
@@ -360,6 +369,7 @@ is(progress_legs($r1), 'refund refunded 25000 USD, refund refunded 5000 USD',
 {
     my $d = deposit(71803, 4000);
     my ($r, $w) = withdraw(71803, 4000);
+    $wd{declined} = $w;
     my $debit = wait_debit($w);
     faults(refund_post => 'decline');
     send_round();
@@ -392,6 +402,7 @@ is(progress_legs($r1), 'refund refunded 25000 USD, refund refunded 5000 USD',
 {
     my $d = deposit(71803, 3000);
     my ($r, $w) = withdraw(71803, 3000);
+    $wd{failed_later} = $w;
     my $debit = wait_debit($w);
     faults(refund_status => 'pending');
     send_round();
@@ -418,6 +429,7 @@ is(progress_legs($r1), 'refund refunded 25000 USD, refund refunded 5000 USD',
 
     my $d2 = deposit(71803, 2000);
     my ($r2, $w2) = withdraw(71803, 2000);
+    $wd{returned} = $w2;
     my $debit2 = wait_debit($w2);
     send_round();
     my $l2 = leg_row($w2, 1);
@@ -452,6 +464,90 @@ is(progress_legs($r1), 'refund refunded 25000 USD, refund refunded 5000 USD',
 }
 
 $st->stop_worker('w1');
+
+# --- reconciliation: each leg against its own row ----------------------------
+#
+# The day's file (the generic format): every payment, the client's own
+# refund, a row per leg the provider holds, the payout leg's row.  Planted:
+# one leg's row for a cent less, the row of a leg we hold failed, and no
+# row for the leg that timed out (window 0: a break today).
+
+{
+    my $at = strftime('%Y-%m-%dT%H:%M:%SZ', gmtime);
+    my ($csv, $sum, $n) = ('', 0, 0);
+    my $row = sub {
+        my ($type, $pi, $mv, $amount, $wref) = @_;
+        $n++;
+        $sum += $amount;
+        $csv .= "g_$n,$type,$pi,$mv,USD," . Mt5Credit::Settlement::major($amount)
+              . ",0.00,$at,po_day," . ($wref // '') . "\n";
+    };
+    $row->('payment', $_->[0], '', $_->[1]) for @{ $sb->psql(
+        "SELECT provider_payment_id, paid_amount_minor FROM "
+        . "mt5credit.mt5_credit WHERE kind = 'deposit' ORDER BY id") };
+    $row->('refund', $_->[0], 're_client_' . $n, -$_->[1]) for @{ $sb->psql(
+        "SELECT o.provider_payment_id, r.paid_amount_minor FROM "
+        . "mt5credit.mt5_credit r JOIN mt5credit.mt5_credit o ON o.id = "
+        . "r.original_credit_id WHERE r.kind = 'refund'") };
+    for my $l (@{ $sb->psql(
+        "SELECT withdrawal_id, leg, payment_key, provider_refund_id, "
+        . "amount_minor FROM mt5credit.withdrawal_refund WHERE "
+        . "provider_refund_id IS NOT NULL ORDER BY id") }) {
+        my ($w, $leg, $pi, $re, $amount) = @$l;
+        next if $w == $wd{timeout} || $w == $wd{returned};
+        $amount -= 1 if $w == $w1 && $leg == 2;
+        $row->('refund', $pi, $re, -$amount);
+    }
+    my ($po, $pref, $pamount) = @{ $sb->psql(
+        "SELECT p.provider_payout_id, w.reference, p.amount_minor FROM "
+        . "mt5credit.payout p JOIN mt5credit.withdrawal w ON w.id = "
+        . "p.withdrawal_id WHERE w.id = $wd{mixed}")->[0] };
+    $row->('withdrawal', '', $po, -$pamount, $pref);
+
+    my $file = $sb->write_file('legs.csv', "id,type,payment_id,movement_id,"
+        . "currency,amount,fee,created_at,payout_id,withdrawal_reference\n"
+        . $csv);
+    my $control = $sb->write_file('legs-control.csv', "payout_id,currency,"
+        . "amount,count\npo_day,USD," . Mt5Credit::Settlement::major($sum)
+        . ",$n\n");
+    my $rconf = Mt5Credit::Worker::config($sb, 'recon',
+        servers => [ [ 'live1', $sim, recon_groups => 'real\\usd' ] ],
+        recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
+                          . ' dbname=mt5credit user=recon"',
+        recon_out => $sb->dir, call_timeout => 3, lease => 20,
+        recon_match_window => 0);
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $rconf,
+        '--provider', 'stripe', '--day', strftime('%Y-%m-%d', gmtime),
+        '--tz', 'UTC', '--currency', 'USD', '--format', 'generic',
+        '--settlement', $file, '--control', $control);
+    my ($run) = $out =~ /^run (\d+):/m;
+    ok($run, 'the day is reconciled') or diag $out;
+    my @found = map { "$_->[0] $_->[1]" } @{ $sb->psql(
+        "SELECT kind, item_key FROM mt5credit.recon_item WHERE run_id = "
+        . ($run // 0) . " ORDER BY kind, item_key") };
+    my $ref = sub { "wd:$_[0]" };
+    is_deeply(\@found, [ sort
+        "amount_mismatch wd:$w1/leg2",
+        "debited_not_settled wd:$wd{declined}",
+        "debited_not_settled wd:$wd{returned}",
+        "debited_not_settled wd:$wd{timeout}",
+        "deal_without_reference deal:live1:"
+            . $sb->sql1("SELECT max(deal_ticket) FROM mt5credit.recon_deal "
+                        . "WHERE run_id = " . ($run // 0)
+                        . " AND comment = 'trading loss'"),
+        "leg_state_mismatch wd:$wd{failed_later}/leg1" ],
+       'exactly the planted breaks: no leg row is a refund without a debit, '
+       . 'none pairs with the client\'s own refund')
+        or diag explain \@found;
+    is($sb->sql1("SELECT n FROM mt5credit.recon_count WHERE run_id = "
+                 . ($run // 0) . " AND dimension = 'matched' AND name = "
+                 . "'withdrawal'"), 3,
+       'the withdrawals whose legs all settled as planned are matched '
+       . '(refunds only, refunds and a payout)');
+    is($sb->sql1("SELECT n FROM mt5credit.recon_count WHERE run_id = "
+                 . ($run // 0) . " AND dimension = 'matched' AND name = "
+                 . "'refund'"), 1, "... and the client's own refund is too");
+}
 
 like($said, qr{POST /v1/refunds}, 'the sender logged its refunds');
 unlike($said . Mt5Credit::Worker::log_of($sb, 'w1'), qr/\Q$KEY\E/,
