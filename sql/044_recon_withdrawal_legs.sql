@@ -17,8 +17,10 @@
 --     carried with it); past it, debited_not_settled;
 --   - each leg is checked against its row: amount and currency
 --     (amount_mismatch, currency_mismatch on "<wd:N>/leg<k>"), and our
---     record of it (leg_state_mismatch: settled while we hold it failed
---     or never sent, two rows for one leg, a payout under another id).
+--     record of it: a refund leg settled while we hold it failed or never
+--     sent, or two rows for one leg, is leg_state_mismatch; the payout
+--     leg keeps 019's payout_state_mismatch and payout_id_mismatch, on
+--     the withdrawal's key.
 --
 -- Withdrawals without a plan (approved before 042), and those whose
 -- payout was made for the whole amount before 043, are matched as 019
@@ -422,9 +424,12 @@ BEGIN
     -- moved, and our record of the leg having gone out (a row for a leg
     -- we hold failed, or never sent; two rows for one leg; a payout paid
     -- under another id)
+    -- (the payout leg's own kinds are 019's, on the withdrawal's key)
     INSERT INTO recon_found
-    SELECT k.kind, l.reference || '/leg' || l.leg, k.severity, 'withdrawal',
-           l.reference
+    SELECT k.kind,
+           l.reference || CASE WHEN l.kind = 'payout' THEN ''
+                               ELSE '/leg' || l.leg END,
+           k.severity, 'withdrawal', l.reference
     FROM recon_leg l
     CROSS JOIN LATERAL (VALUES
         ('amount_mismatch', 'high',
@@ -433,11 +438,18 @@ BEGIN
          l.row_id IS NOT NULL AND l.s_currency <> l.currency),
         ('leg_state_mismatch', 'high',
          l.row_id IS NOT NULL
-         AND (l.status IS NULL
-              OR l.status NOT IN ('accepted', 'succeeded', 'paid')
-              OR l.n_rows > 1
-              OR (l.kind = 'payout'
-                  AND l.s_payment_id IS DISTINCT FROM l.provider_id)))
+         AND (l.n_rows > 1
+              OR (l.kind = 'refund'
+                  AND l.status IS DISTINCT FROM 'accepted'
+                  AND l.status IS DISTINCT FROM 'succeeded'))),
+        ('payout_state_mismatch', 'high',
+         l.row_id IS NOT NULL AND l.kind = 'payout'
+         AND l.status IS DISTINCT FROM 'accepted'
+         AND l.status IS DISTINCT FROM 'paid'),
+        ('payout_id_mismatch', 'critical',
+         l.row_id IS NOT NULL AND l.kind = 'payout'
+         AND l.provider_id IS NOT NULL
+         AND l.s_payment_id IS DISTINCT FROM l.provider_id)
     ) AS k (kind, severity, hit)
     WHERE k.hit;
 

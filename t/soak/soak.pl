@@ -13,19 +13,24 @@
 #     reloaded mid-traffic;
 #   - the MT5 server's UTC offset steps (+1 h, back, -10 min) while
 #     credits are unknown.
-# Money goes out too: withdrawals from EUR accounts are requested,
-# prepared and approved by two people, debited in MT5 by the same
-# workers, and paid out by `mt5credit payout` rounds to the Stripe double,
-# which declines nothing but times out after paying, drops requests
-# before paying, answers 500 after paying and fails its listings.
+# Money goes out too: withdrawals from EUR accounts that were paid into
+# by card are requested, prepared and approved by two people, debited in
+# MT5 by the same workers, and sent back the way the money came by
+# `mt5credit payout` rounds: refunds to the deposits first, a payout for
+# the rest (sql/042, 043), to the Stripe double, which declines nothing
+# but times out after paying, drops requests before paying, answers 500
+# after paying and fails its listings.  Stripe's webhooks of our own
+# refunds come back through the edge, duplicated.
 # Then the faults stop, the workers finish, and the checker compares the
 # simulator's ledger with what the provider did:
 #   - exactly one balance deal per credited payment, refund and chargeback,
 #     of the exact amount, on the right login; no deal twice, none lost,
 #     none that no credit explains;
 #   - every credit not done has an open case saying why;
-#   - exactly one MT5 debit and exactly one payout at the provider per
-#     withdrawal, of its amount, to its destination, paid;
+#   - exactly one MT5 debit per withdrawal, of its amount; its legs add
+#     up to it; each leg made exactly once at the provider (a refund of
+#     its payment, succeeded; the payout of the rest to its destination,
+#     paid); our own refunds' webhooks never a second debit;
 #   - reconciliation of the day against the provider's settlement finds
 #     exactly what was injected (the lost webhooks), nothing else; the
 #     payouts' own reconciliation finds nothing.
@@ -90,7 +95,7 @@ $st->account(login => $_) for @logins;
 # the EUR accounts money is withdrawn from, funded in MT5 directly
 my $n_wd = int($o{n} * $o{withdrawals} + 0.5);
 $sim->add_group(group => 'real\\eur', currency => 'EUR', currency_digits => 2);
-my @eur = map { 69001 + $_ } 0 .. ($n_wd ? 9 : -1);
+my @eur = map { 69001 + $_ } 0 .. $n_wd - 1;
 for my $l (@eur) {
     $sim->add_account(login => $l, group => 'real\\eur',
                       balance => '1000000.00', credit => '0.00', rights => 1);
@@ -197,12 +202,48 @@ for my $p (@pay) {
 push @phase2, map { [ $_->[0], 'replay' ] }
               grep { $_->[1] eq 'payment' } (shuffle @phase1)[0 .. $o{n} / 50];
 
+# card deposits into the EUR accounts, credited before the withdrawals
+# are prepared: each withdrawal's plan refunds them first (newest first)
+# and pays the rest out.  One withdrawal per account, so no plan changes
+# between preparation and approval.
+my (@eur_pay, %api_payments);
+if ($n_wd) {
+    note('card deposits into the EUR accounts');
+    my $k = 0;
+    for my $l (@eur) {
+        for (1 .. 1 + int(rand(3))) {
+            my $amount = 500 + int(rand(80000));
+            my $ref = $sb->sql1("SELECT reference FROM mt5credit."
+                . "create_deposit('alice', 'soak-eur-' || " . ++$k
+                . " || '-$o{seed}', 'stripe', 'live1', $l, $amount, 'EUR')",
+                user => 'portal');
+            my $pi = "pi_soak_eur_${k}_$o{seed}";
+            push @eur_pay, { login => $l, amount => $amount, pi => $pi };
+            $api_payments{$pi} = { currency => 'eur', amount => $amount };
+            my $ev = stripe_event(deposit => $ref, amount => $amount,
+                                  currency => 'EUR', pi => $pi,
+                                  id => "evt_eur_${k}_$o{seed}");
+            my $res = $sb->http('POST', '/webhooks/stripe', body => $ev,
+                                headers => stripe_headers($SECRET, $ev));
+            die "EUR deposit webhook: $res->{status}"
+                unless $res->{status} == 200;
+        }
+    }
+    $sb->write_file('stripe-api.json',
+                    JSON::PP->new->canonical->encode(\%api_payments));
+    Mt5Credit::Worker::wait_for(sub {
+        $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit WHERE kind = "
+                  . "'deposit' AND paid_currency = 'EUR' AND status = "
+                  . "'done'") == @eur_pay }, 120)
+        or die 'the EUR deposits were not credited';
+}
+
 # withdrawals: requested by the client and prepared by one person now;
 # approved by another a few at a time while the chaos runs (approval is
 # what queues the MT5 debit, and the debit's deal the payout)
 my (@wd, @to_approve);
 if ($n_wd) {
-    my @vals = map { my $l = $eur[rand @eur];
+    my @vals = map { my $l = $eur[$_ - 1];
                      "($_, $l, " . (1000 + int(rand(200000))) . ")" }
                1 .. $n_wd;
     my $rows = $sb->psql("SELECT v.i, w.reference, w.mt5_login, "
@@ -324,11 +365,18 @@ sub chaos_once {
                  [ payout_post => 'drop_before', payout_delay => 3 ],
                  [ payout_post => 'http500_after' ],
                  [ payout_post => 'garbage_after' ],
-                 [ payout_list => 'http500' ], [], []);
+                 [ payout_list => 'http500' ],
+                 [ refund_post => 'delay_after', refund_delay => 3 ],
+                 [ refund_post => 'drop_before', refund_delay => 3 ],
+                 [ refund_post => 'http500_after' ],
+                 [ refund_post => 'garbage_after' ],
+                 [ refund_list => 'http500' ], [ refund_get => 'http500' ],
+                 [], []);
         my %f = @{ $f[rand @f] };
         $sb->write_file('stripe-api.json.faults',
                         JSON::PP->new->canonical->encode(\%f));
-        $did{'provider ' . ($f{payout_post} // $f{payout_list} // 'healed')}++;
+        my ($fk) = grep { /_(post|list|get)$/ } keys %f;
+        $did{'provider ' . ($fk ? "$fk $f{$fk}" : 'healed')}++;
     } elsif ($k eq 'pg') {
         $sb->stop_postgres('fast');
         sleep 0.5;
@@ -467,15 +515,23 @@ my $settled = Mt5Credit::Worker::wait_for(sub {
     600);
 Mt5Credit::Worker::stop($sb, $_) for @workers;
 
-# the payouts finish: every one sent and accepted, then the provider pays
+# the legs finish: every refund succeeded, every payout sent and accepted,
+# then the provider pays
 my $payouts_done = 1;
+my ($n_own_hooks, $own_hooks_refused) = (0, 0);
+my $n_payout_legs = $n_wd ? $sb->sql1("SELECT count(*) FROM "
+    . "mt5credit.withdrawal_leg l JOIN mt5credit.withdrawal w ON w.id = "
+    . "l.withdrawal_id AND w.plan_no = l.plan_no WHERE l.kind = 'payout' "
+    . "AND w.status = 'approved'") : 0;
 if ($n_wd) {
     $sb->write_file('stripe-api.json.faults', '{}');
     Mt5Credit::Worker::start_cmd($sb, 'payout', 'payout', $conf)
         unless $sb->{pids}{'worker-payout'};
     $payouts_done = Mt5Credit::Worker::wait_for(sub {
         $sb->sql1("SELECT count(*) FROM mt5credit.payout WHERE status IN "
-                  . "('accepted', 'paid')") == $n_wd }, 300);
+                  . "('accepted', 'paid')") == $n_payout_legs
+        && $sb->sql1("SELECT count(*) FROM mt5credit.withdrawal_refund "
+                     . "WHERE status <> 'succeeded'") == 0 }, 300);
     for my $po (@{ provider_payouts() }) {
         $sb->http('POST', '/control/payout', port => $api_port,
                   body => JSON::PP->new->encode({ id => $po->{id},
@@ -484,14 +540,42 @@ if ($n_wd) {
     }
     $payouts_done &&= Mt5Credit::Worker::wait_for(sub {
         $sb->sql1("SELECT count(*) FROM mt5credit.payout WHERE status = "
-                  . "'paid'") == $n_wd }, 120);
+                  . "'paid'") == $n_payout_legs }, 120);
     Mt5Credit::Worker::stop($sb, 'payout');
+
+    # Stripe tells us of our own refunds, as of any: the cumulative
+    # charge.refunded of each payment and each refund's refund.updated,
+    # twice.  None may become a refund debit (the credit count below).
+    for my $pi (sort keys %api_payments) {
+        my @mine = grep { $_->{payment_intent} eq $pi }
+                   @{ provider_book()->{refunds} || [] };
+        next unless @mine;
+        my $total = 0;
+        $total += $_->{amount} for @mine;
+        my @ev = (stripe_event(type => 'charge.refunded', pi => $pi,
+                               currency => 'EUR', amount => $total,
+                               charge_amount => $api_payments{$pi}{amount}),
+                  map { stripe_event(type => 'refund.updated', pi => $pi,
+                                     currency => 'EUR',
+                                     amount => $_->{amount},
+                                     refund => { id => $_->{id},
+                                                 metadata => $_->{metadata} })
+                      } @mine);
+        for my $ev ((@ev) x 2) {
+            my $res = $sb->http('POST', '/webhooks/stripe', body => $ev,
+                                headers => stripe_headers($SECRET, $ev));
+            $n_own_hooks++;
+            $own_hooks_refused++ unless $res->{status} == 200;
+        }
+    }
 }
 
-sub provider_payouts {
+sub provider_book {
     my $r = $sb->http('GET', '/control/payouts', port => $api_port);
-    return JSON::PP->new->decode($r->{body})->{payouts};
+    return JSON::PP->new->decode($r->{body});
 }
+
+sub provider_payouts { provider_book()->{payouts} }
 
 # the checker's own test: a violation planted behind the system's back
 if ($o{sabotage}) {
@@ -579,6 +663,11 @@ for my $p (@pay) {
         if $p->{chargeback};
 }
 
+expect($_->{pi}, $_->{login}, $_->{amount}, 'card deposit (EUR)')
+    for @eur_pay;
+violation("$own_hooks_refused of our own refunds' webhooks were refused")
+    if $own_hooks_refused;
+
 my %explained = map { $_->{reference} => 1 } values %credit;
 for my $comment (keys %deals) {
     violation("deal(s) with comment '$comment' that no credit explains")
@@ -588,49 +677,114 @@ my $credits = scalar keys %credit;
 violation("$credits credits for $expected movements")
     if $credits != $expected + $n_wd;
 
-# money out: one debit and one paid payout per withdrawal, nothing else
-my %paid_out;
+# money out: one debit per withdrawal, its legs adding up to it, each leg
+# made once at the provider as planned, nothing else
+my (%paid_out, %refunded, %leg);
+my $book = $n_wd ? provider_book() : { payouts => [], refunds => [] };
 push @{ $paid_out{ $_->{metadata}{mt5credit_reference} // '' } }, $_
-    for $n_wd ? @{ provider_payouts() } : ();
-my ($wd_matched, $posts) = (0, 0);
-for my $w (@wd) {
+    for @{ $book->{payouts} };
+push @{ $refunded{ $_->{metadata}{mt5credit_refund} // '' } }, $_
+    for @{ $book->{refunds} || [] };
+# the approved plans, each leg with our record of it
+for my $r (@{ $sb->psql(
+        "SELECT w.reference, l.leg, l.kind, l.amount_minor, "
+        . "l.account_amount_minor, l.payment_key, coalesce(wr.reference, ''), "
+        . "coalesce(wr.status, p.status, 'none'), "
+        . "coalesce(wr.provider_refund_id, p.provider_payout_id, ''), "
+        . "coalesce(wr.idempotency_key, '') FROM mt5credit.withdrawal w "
+        . "JOIN mt5credit.withdrawal_leg l ON l.withdrawal_id = w.id AND "
+        . "l.plan_no = w.plan_no LEFT JOIN mt5credit.withdrawal_refund wr ON "
+        . "wr.withdrawal_id = w.id AND wr.leg = l.leg LEFT JOIN "
+        . "mt5credit.payout p ON p.withdrawal_id = w.id AND p.leg = l.leg "
+        . "WHERE w.status = 'approved' ORDER BY w.id, l.leg") }) {
+    push @{ $leg{ $r->[0] } }, { leg => $r->[1], kind => $r->[2],
+        amount => $r->[3], share => $r->[4], pi => $r->[5], ref => $r->[6],
+        status => $r->[7], id => $r->[8], key => $r->[9] };
+}
+my ($wd_matched, $n_refund_legs, $n_mixed) = (0, 0, 0);
+WD: for my $w (@wd) {
     my ($id) = $w->{ref} =~ /^wd_0*(\d+)$/;
     $expected++;
     my $c = $credit{"payout:$w->{ref}"};
     my $d = $deals{"wd:$id"} || [];
-    my $p = $paid_out{ $w->{ref} } || [];
-    my $ours = $sb->psql("SELECT p.status, coalesce(p.provider_payout_id, '') "
-                         . "FROM mt5credit.payout p JOIN mt5credit.withdrawal "
-                         . "w ON w.id = p.withdrawal_id WHERE w.reference = "
-                         . "'$w->{ref}'")->[0] || [ 'none', '' ];
+    my @legs = @{ $leg{ $w->{ref} } || [] };
+    my $share = 0;
+    $share += $_->{share} for @legs;
     if (!$c || $c->{status} ne 'done') {
         violation("withdrawal $w->{ref}: debit " . ($c ? $c->{status}
                                                         : 'missing'));
+        next;
     } elsif (@$d != 1) {
         violation("withdrawal $w->{ref}: " . scalar(@$d) . ' debit deals');
+        next;
     } elsif ($d->[0]{Login} != $w->{login}
              || (minor($d->[0]{Profit}) // 0) != -$w->{amount}) {
         violation("withdrawal $w->{ref}: debit $d->[0]{Profit} on "
                   . "$d->[0]{Login}");
-    } elsif (@$p != 1) {
-        violation("withdrawal $w->{ref}: " . scalar(@$p)
-                  . ' payouts at the provider');
-    } elsif ($p->[0]{amount} != $w->{amount} || $p->[0]{currency} ne 'eur'
-             || $p->[0]{destination} ne $w->{dest}
-             || $p->[0]{status} ne 'paid') {
-        violation("withdrawal $w->{ref}: the provider paid $p->[0]{amount} "
-                  . "$p->[0]{currency} to $p->[0]{destination}, "
-                  . "$p->[0]{status}");
-    } elsif ($ours->[0] ne 'paid' || $ours->[1] ne $p->[0]{id}) {
-        violation("withdrawal $w->{ref}: our payout record $ours->[0] "
-                  . "$ours->[1], the provider's $p->[0]{id}");
-    } else {
-        $wd_matched++;
-        $matched++;
+        next;
+    } elsif (!@legs || $share != $w->{amount}) {
+        violation("withdrawal $w->{ref}: legs add up to $share of "
+                  . "$w->{amount}");
+        next;
     }
+    my $payout_legs = 0;
+    for my $l (@legs) {
+        if ($l->{kind} eq 'refund') {
+            $n_refund_legs++;
+            my $at = $refunded{ $l->{ref} } || [];
+            if (@$at != 1) {
+                violation("withdrawal $w->{ref} leg $l->{leg}: "
+                          . scalar(@$at) . ' refunds at the provider');
+                next WD;
+            }
+            my $x = $at->[0];
+            if ($x->{amount} != $l->{amount} || $x->{currency} ne 'eur'
+                || $x->{payment_intent} ne $l->{pi}
+                || $x->{status} ne 'succeeded') {
+                violation("withdrawal $w->{ref} leg $l->{leg}: the provider "
+                          . "refunded $x->{amount} $x->{currency} of "
+                          . "$x->{payment_intent}, $x->{status}");
+                next WD;
+            }
+            if ($l->{status} ne 'succeeded' || $l->{id} ne $x->{id}) {
+                violation("withdrawal $w->{ref} leg $l->{leg}: our record "
+                          . "$l->{status} $l->{id}, the provider's $x->{id}");
+                next WD;
+            }
+            next;
+        }
+        $payout_legs++;
+        my $p = $paid_out{ $w->{ref} } || [];
+        if (@$p != 1) {
+            violation("withdrawal $w->{ref}: " . scalar(@$p)
+                      . ' payouts at the provider');
+            next WD;
+        } elsif ($p->[0]{amount} != $l->{amount}
+                 || $p->[0]{currency} ne 'eur'
+                 || $p->[0]{destination} ne $w->{dest}
+                 || $p->[0]{status} ne 'paid') {
+            violation("withdrawal $w->{ref}: the provider paid "
+                      . "$p->[0]{amount} $p->[0]{currency} to "
+                      . "$p->[0]{destination}, $p->[0]{status}");
+            next WD;
+        } elsif ($l->{status} ne 'paid' || $l->{id} ne $p->[0]{id}) {
+            violation("withdrawal $w->{ref}: our payout record $l->{status} "
+                      . "$l->{id}, the provider's $p->[0]{id}");
+            next WD;
+        }
+    }
+    if (!$payout_legs && $paid_out{ $w->{ref} }) {
+        violation("withdrawal $w->{ref}: paid out, with no payout leg");
+        next;
+    }
+    $n_mixed++ if $payout_legs && @legs > 1;
+    $wd_matched++;
+    $matched++;
 }
-violation(scalar(keys %paid_out) . " withdrawals paid out, $n_wd made")
-    if $n_wd && keys(%paid_out) != $n_wd;
+violation(scalar(keys %paid_out) . " withdrawals paid out, $n_payout_legs "
+          . "planned") if keys(%paid_out) != $n_payout_legs;
+violation(scalar(keys %refunded) . " refunds at the provider, "
+          . "$n_refund_legs planned") if keys(%refunded) != $n_refund_legs;
 
 my $unexplained = $sb->sql1(<<'SQL');
 SELECT count(*) FROM mt5credit.mt5_credit c
@@ -679,23 +833,40 @@ for my $k (sort(keys %found, keys %want)) {
 }
 delete $want{$_} for keys %found;
 
-# the payouts' own day: the provider's payout rows x withdrawals x debits
+# the EUR day: the card deposits, the refund legs and the payouts, as
+# the provider's rows x our credits and legs x the MT5 debits
 my ($wrc, $wout) = (0, '');
 if ($n_wd) {
-    my ($sum, $csv) = (0, '');
+    my ($sum, $csv, $rows) = (0, '', 0);
+    my $now = strftime('%Y-%m-%dT%H:%M:%SZ', gmtime);
+    for my $e (@eur_pay) {
+        $csv .= "g_$e->{pi},payment,$e->{pi},,EUR,"
+              . Mt5Credit::Settlement::major($e->{amount})
+              . ",0,$now,po_batch,\n";
+        $sum += $e->{amount};
+        $rows++;
+    }
+    for my $x (@{ $book->{refunds} || [] }) {
+        $csv .= "g_$x->{id},refund,$x->{payment_intent},$x->{id},EUR,-"
+              . Mt5Credit::Settlement::major($x->{amount})
+              . ",0,$now,po_batch,\n";
+        $sum -= $x->{amount};
+        $rows++;
+    }
     for my $po (@{ provider_payouts() }) {
         $csv .= "g_$po->{id},withdrawal,,$po->{id},EUR,-"
               . Mt5Credit::Settlement::major($po->{amount}) . ",0,"
               . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime $po->{created})
               . ",po_batch,$po->{metadata}{mt5credit_reference}\n";
         $sum -= $po->{amount};
+        $rows++;
     }
     my $wf = $sb->write_file('soak-payouts.csv', "id,type,payment_id,"
         . "movement_id,currency,amount,fee,created_at,payout_id,"
         . "withdrawal_reference\n$csv");
     my $wc = $sb->write_file('soak-payouts-control.csv', "payout_id,"
         . "currency,amount,count\npo_batch,EUR,"
-        . Mt5Credit::Settlement::major($sum) . "," . $n_wd . "\n");
+        . Mt5Credit::Settlement::major($sum) . "," . $rows . "\n");
     ($wrc, $wout) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
         '--provider', 'stripe', '--day', $day, '--tz', 'UTC',
         '--currency', 'EUR', '--format', 'generic', '--settlement', $wf,
@@ -730,11 +901,19 @@ printf "  %-40s %10s\n", "recon: $_", $found{$_} for sort keys %found;
 printf "  %-40s %10s\n", 'recon exit', $rrc;
 printf "  %-40s %10s\n", 'withdrawals debited and paid out once',
        "$wd_matched of $n_wd";
+printf "  %-40s %10s\n", 'refund legs (withdrawals with a payout too)',
+       "$n_refund_legs ($n_mixed)";
+printf "  %-40s %10s\n", 'payout legs', $n_payout_legs;
+printf "  %-40s %10s\n", 'our refunds\' webhooks sent back', $n_own_hooks;
 if ($n_wd) {
     my $book = JSON::PP->new->decode($sb->http('GET', '/control/payouts',
                                                port => $api_port)->{body});
-    printf "  %-40s %10s\n", 'payout POSTs (same key on every retry)',
+    printf "  %-40s %10s\n", 'refund and payout POSTs (a key each)',
            sum0(values %{ $book->{posts} });
+    printf "  %-40s %10s\n", 'refunds unknown, then looked up',
+           $sb->sql1("SELECT count(DISTINCT refund_id) FROM "
+                     . "mt5credit.withdrawal_refund_history WHERE to_status "
+                     . "= 'unknown'");
     printf "  %-40s %10s\n", 'payouts unknown, then looked up',
            $sb->sql1("SELECT count(DISTINCT payout_id) FROM "
                      . "mt5credit.payout_history WHERE to_status = "
