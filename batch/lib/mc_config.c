@@ -146,6 +146,18 @@ static const mc_key_t  mc_main_keys[] = {
       "days; 0: not at all)" },
     { "payout_interval", MC_KEY_SECONDS, MC_MAIN(payout_interval), 1, 86400,
       "payout: seconds between rounds (10)" },
+    { "payout_rail", MC_KEY_STR, MC_MAIN(payout_rail), 0, 0,
+      "payout: how the payout legs are paid: generic (a bank-transfer "
+      "PSP's payout API, docs/providers.md), stripe_connect (Stripe "
+      "payouts to clients who are connected accounts), or none (refund "
+      "legs only; payout legs wait) (none)" },
+    { "payout_provider", MC_KEY_STR, MC_MAIN(payout_provider), 0, 0,
+      "payout: the provider name of the payout legs this rail pays "
+      "(stripe for stripe_connect; required for generic)" },
+    { "payout_api_url", MC_KEY_STR, MC_MAIN(payout_api_url), 0, 0,
+      "payout: the generic rail's API (https://)" },
+    { "payout_api_key_file", MC_KEY_STR, MC_MAIN(payout_api_key_file), 0, 0,
+      "payout: file holding the generic rail's API key" },
     { "desk_database", MC_KEY_STR, MC_MAIN(desk_database), 0, 0,
       "cases: libpq conninfo; each person logs in as their own role, "
       "member of mt5credit_operator (default: libpq's PG* environment)" },
@@ -234,6 +246,7 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->payout_recheck = 600;
     cfg->payout_paid_watch = 14 * 86400;
     cfg->payout_interval = 10;
+    strcpy(cfg->payout_rail, "none");
     strcpy(cfg->recon_out, ".");
 }
 
@@ -589,6 +602,28 @@ mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "%s: payout_lease (%ds) must be at least "
                  "payout_timeout + 5 (%ds)", cfg->path, cfg->payout_lease,
                  cfg->payout_timeout + 5);
+        return -1;
+    }
+
+    if (strcmp(cfg->payout_rail, "stripe_connect") == 0) {
+        if (cfg->payout_provider[0] == '\0') {
+            strcpy(cfg->payout_provider, "stripe");
+        }
+
+    } else if (strcmp(cfg->payout_rail, "generic") == 0) {
+        if (cfg->payout_provider[0] == '\0'
+            || cfg->payout_api_url[0] == '\0'
+            || cfg->payout_api_key_file[0] == '\0')
+        {
+            snprintf(err, errlen, "%s: payout_rail generic needs "
+                     "payout_provider, payout_api_url and "
+                     "payout_api_key_file", cfg->path);
+            return -1;
+        }
+
+    } else if (strcmp(cfg->payout_rail, "none") != 0) {
+        snprintf(err, errlen, "%s: unknown payout_rail \"%s\" (generic, "
+                 "stripe_connect or none)", cfg->path, cfg->payout_rail);
         return -1;
     }
 

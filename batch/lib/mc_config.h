@@ -82,6 +82,10 @@ typedef struct {
     int                  payout_recheck;   /* s between accepted checks */
     int                  payout_paid_watch; /* s a paid payout is rechecked */
     int                  payout_interval;  /* s between rounds */
+    char                 payout_rail[16];  /* none, generic, stripe_connect */
+    char                 payout_provider[33]; /* whose payout legs */
+    char                 payout_api_url[512];      /* generic rail */
+    char                 payout_api_key_file[512];
     mc_server_config_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;
 } mc_config_t;

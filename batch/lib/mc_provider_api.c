@@ -16,8 +16,12 @@
 #include "mc_provider_api.h"
 
 
-static int mc_papi_url_ok(const mc_papi_t *api);
-static int mc_papi_key(mc_papi_t *api);
+static int mc_papi_url_ok(const mc_papi_t *api, const char *url_key);
+static int mc_papi_key(mc_papi_t *api, const char *keyfile_key,
+    const char *keyfile);
+static int mc_papi_post_body(mc_papi_t *api, const char *path,
+    const char *body, const char *type, const char *idempotency_key,
+    mc_papi_answer_t *a);
 static int mc_papi_perform(mc_papi_t *api, const char *path,
     struct curl_slist *headers, mc_papi_answer_t *a);
 static size_t mc_papi_write(char *p, size_t size, size_t n, void *arg);
@@ -27,12 +31,26 @@ int
 mc_papi_open(mc_papi_t *api, const mc_config_t *cfg, const char *who,
     int timeout)
 {
+    return mc_papi_open_at(api, cfg, "provider_api_url", cfg->provider_api_url,
+                           "provider_api_key_file",
+                           cfg->provider_api_key_file, who, timeout);
+}
+
+
+int
+mc_papi_open_at(mc_papi_t *api, const mc_config_t *cfg, const char *url_key,
+    const char *url, const char *keyfile_key, const char *keyfile,
+    const char *who, int timeout)
+{
     memset(api, 0, sizeof(*api));
     api->cfg = cfg;
     api->who = who;
+    api->url = url;
     api->timeout = timeout;
 
-    if (mc_papi_url_ok(api) != 0 || mc_papi_key(api) != 0) {
+    if (mc_papi_url_ok(api, url_key) != 0
+        || mc_papi_key(api, keyfile_key, keyfile) != 0)
+    {
         return -1;
     }
 
@@ -65,9 +83,9 @@ mc_papi_close(mc_papi_t *api)
  * machine (a local test stand-in), and that is said in the log.
  */
 static int
-mc_papi_url_ok(const mc_papi_t *api)
+mc_papi_url_ok(const mc_papi_t *api, const char *url_key)
 {
-    const char  *u = api->cfg->provider_api_url;
+    const char  *u = api->url;
 
     if (strncmp(u, "https://", 8) == 0) {
         return 0;
@@ -81,30 +99,29 @@ mc_papi_url_ok(const mc_papi_t *api)
         return 0;
     }
 
-    fprintf(stderr, "mt5credit: %s: provider_api_url \"%s\" must be "
-            "https:// (plain HTTP only to 127.0.0.1 or localhost)\n",
-            api->cfg->path, u);
+    fprintf(stderr, "mt5credit: %s: %s \"%s\" must be https:// (plain "
+            "HTTP only to 127.0.0.1 or localhost)\n", api->cfg->path,
+            url_key, u);
     return -1;
 }
 
 
 /* the API key, from its file; never on a command line, never logged */
 static int
-mc_papi_key(mc_papi_t *api)
+mc_papi_key(mc_papi_t *api, const char *keyfile_key, const char *keyfile)
 {
     FILE    *f;
     size_t   n;
 
-    if (api->cfg->provider_api_key_file[0] == '\0') {
-        fprintf(stderr, "mt5credit: %s: \"provider_api_key_file\" is "
-                "required by %s\n", api->cfg->path, api->who);
+    if (keyfile[0] == '\0') {
+        fprintf(stderr, "mt5credit: %s: \"%s\" is required by %s\n",
+                api->cfg->path, keyfile_key, api->who);
         return -1;
     }
 
-    f = fopen(api->cfg->provider_api_key_file, "r");
+    f = fopen(keyfile, "r");
     if (f == NULL) {
-        fprintf(stderr, "mt5credit: %s: %s\n",
-                api->cfg->provider_api_key_file, strerror(errno));
+        fprintf(stderr, "mt5credit: %s: %s\n", keyfile, strerror(errno));
         return -1;
     }
 
@@ -119,8 +136,7 @@ mc_papi_key(mc_papi_t *api)
     }
 
     if (n == 0 || strpbrk(api->key, " \t\r\n") != NULL) {
-        fprintf(stderr, "mt5credit: %s: not one API key\n",
-                api->cfg->provider_api_key_file);
+        fprintf(stderr, "mt5credit: %s: not one API key\n", keyfile);
         return -1;
     }
 
@@ -148,10 +164,31 @@ int
 mc_papi_post(mc_papi_t *api, const char *path, const char *form,
     const char *idempotency_key, mc_papi_answer_t *a)
 {
+    return mc_papi_post_body(api, path, form,
+                             "application/x-www-form-urlencoded",
+                             idempotency_key, a);
+}
+
+
+int
+mc_papi_post_json(mc_papi_t *api, const char *path, const char *json,
+    const char *idempotency_key, mc_papi_answer_t *a)
+{
+    return mc_papi_post_body(api, path, json, "application/json",
+                             idempotency_key, a);
+}
+
+
+static int
+mc_papi_post_body(mc_papi_t *api, const char *path, const char *body,
+    const char *type, const char *idempotency_key, mc_papi_answer_t *a)
+{
     char                h[300];
     struct curl_slist  *headers;
 
     headers = curl_slist_append(NULL, api->auth);
+    snprintf(h, sizeof(h), "Content-Type: %s", type);
+    headers = curl_slist_append(headers, h);
 
     if (idempotency_key != NULL) {
         snprintf(h, sizeof(h), "Idempotency-Key: %s", idempotency_key);
@@ -160,8 +197,8 @@ mc_papi_post(mc_papi_t *api, const char *path, const char *form,
 
     curl_easy_reset(api->curl);
     curl_easy_setopt(api->curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(api->curl, CURLOPT_POSTFIELDS, form);
-    curl_easy_setopt(api->curl, CURLOPT_POSTFIELDSIZE, (long) strlen(form));
+    curl_easy_setopt(api->curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(api->curl, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
 
     return mc_papi_perform(api, path, headers, a);
 }
@@ -174,7 +211,12 @@ mc_papi_perform(mc_papi_t *api, const char *path, struct curl_slist *headers,
     char  url[1024];
 
     memset(a, 0, sizeof(*a));
-    snprintf(url, sizeof(url), "%s%s", api->cfg->provider_api_url, path);
+    snprintf(url, sizeof(url), "%s%s", api->url, path);
+
+    if (api->extra[0] != '\0') {
+        headers = curl_slist_append(headers, api->extra);
+        api->extra[0] = '\0';
+    }
 
     curl_easy_setopt(api->curl, CURLOPT_URL, url);
     curl_easy_setopt(api->curl, CURLOPT_HTTPHEADER, headers);

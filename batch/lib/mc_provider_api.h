@@ -23,10 +23,14 @@
 typedef struct {
     const mc_config_t  *cfg;
     const char         *who;        /* the command, for messages */
+    const char         *url;        /* the API's base */
     CURL               *curl;
     long                timeout;    /* s for one request */
     char                key[256];
     char                auth[300];
+    char                extra[300]; /* one more header for the next
+                                       request ("Stripe-Account: ..."),
+                                       cleared by it; "" for none */
 } mc_papi_t;
 
 
@@ -48,11 +52,22 @@ typedef struct {
  */
 int mc_papi_open(mc_papi_t *api, const mc_config_t *cfg, const char *who,
     int timeout);
+
+/*
+ * The same for another API of the deployment: its base url and key file,
+ * and the names of the keys that configure them, for the messages.
+ */
+int mc_papi_open_at(mc_papi_t *api, const mc_config_t *cfg,
+    const char *url_key, const char *url, const char *keyfile_key,
+    const char *keyfile, const char *who, int timeout);
 void mc_papi_close(mc_papi_t *api);
 
 /* path is below provider_api_url ("/v1/..."); 0 when an HTTP answer came */
 int mc_papi_get(mc_papi_t *api, const char *path, mc_papi_answer_t *a);
 int mc_papi_post(mc_papi_t *api, const char *path, const char *form,
+    const char *idempotency_key, mc_papi_answer_t *a);
+/* the same with a JSON body */
+int mc_papi_post_json(mc_papi_t *api, const char *path, const char *json,
     const char *idempotency_key, mc_papi_answer_t *a);
 
 void mc_papi_answer_free(mc_papi_answer_t *a);

@@ -13,7 +13,7 @@
  *      their status until paid or failed, and paid ones again until
  *      payout_paid_watch has passed (a bank can return a paid payout).
  *   3. payout_claim(): each pending payout is sent once, with its
- *      idempotency key.  The answer decides: the provider's payout object
+ *      idempotency key, by the configured rail (mc_payout_rail.h).  The answer decides: the provider's payout object
  *      (accepted, paid, or failed), an explicit decline (rejected: a case,
  *      the MT5 debit stands), or nothing certain (unknown).
  *
@@ -35,40 +35,13 @@
 #include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_payout.h"
+#include "mc_payout_rail.h"
 #include "mc_provider_api.h"
 #include "mc_refund.h"
 #include "mc_sender.h"
 
 
-#define MC_PAYOUT_PROVIDER    "stripe"
 #define MC_PAYOUT_BATCH       100
-#define MC_PAYOUT_LIST_PAGES  100    /* 10,000 payouts: then incomplete */
-#define MC_PAYOUT_LIST_SLACK  600    /* s before the first send listed */
-
-
-typedef struct {
-    int64_t   id;
-    int       attempts;
-    char      status[16];
-    char      reference[32];
-    char      idempotency_key[64];
-    int64_t   amount_minor;
-    char      currency[8];
-    char      destination[256];
-    char      payout_id[256];
-    char      debit_reference[48];
-    int64_t   first_sent;
-    char      deployment[16];    /* its deployment tag (036), or "" */
-} mc_payout_item_t;
-
-
-/* what the provider says about one payout */
-typedef struct {
-    char      id[256];
-    char      status[32];
-    char      failure_code[128];
-    char      failure_message[512];
-} mc_payout_seen_t;
 
 
 typedef mc_sender_t  mc_payout_t;
@@ -83,11 +56,6 @@ static void mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
 static void mc_payout_check(mc_payout_t *p, mc_payout_item_t *it);
 static void mc_payout_check_status(mc_payout_t *p, mc_payout_item_t *it);
 static void mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it);
-static const char *mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it,
-    const char *after, json_t **found, char *last, size_t lastlen,
-    int *more);
-static const char *mc_payout_match(const mc_payout_item_t *it, json_t *o,
-    mc_payout_seen_t *seen);
 static void mc_payout_answered(mc_payout_t *p, mc_payout_item_t *it,
     const char *from, const mc_payout_seen_t *seen);
 static void mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
@@ -99,30 +67,58 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 {
     int          rc;
     unsigned     slept;
+    mc_sender_t  r;
     mc_payout_t  p;
 
-    memset(&p, 0, sizeof(p));
-    p.cfg = cfg;
-    p.alert.command = cfg->alert_command;
-    p.alert.url = cfg->alert_url;
-    p.alert.worker = cfg->worker_name;
+    memset(&r, 0, sizeof(r));
+    r.cfg = cfg;
+    r.alert.command = cfg->alert_command;
+    r.alert.url = cfg->alert_url;
+    r.alert.worker = cfg->worker_name;
+    p = r;
 
-    if (mc_papi_open(&p.api, cfg, "payout", cfg->payout_timeout) != 0) {
+    /* the refund legs go back through the payments' provider */
+    if (mc_papi_open(&r.api, cfg, "payout", cfg->payout_timeout) != 0) {
         return 2;
     }
 
-    p.conn = mc_deployment_connect(cfg->database, cfg->deployment_tag,
+    if (strcmp(cfg->payout_rail, "generic") == 0) {
+        p.rail = &mc_payout_generic;
+        rc = mc_papi_open_at(&p.api, cfg, "payout_api_url",
+                             cfg->payout_api_url, "payout_api_key_file",
+                             cfg->payout_api_key_file, "payout",
+                             cfg->payout_timeout);
+
+    } else if (strcmp(cfg->payout_rail, "stripe_connect") == 0) {
+        p.rail = &mc_payout_stripe_connect;
+        rc = mc_papi_open(&p.api, cfg, "payout", cfg->payout_timeout);
+
+    } else {
+        mc_log(MC_LOG_WARN, "payout: payout_rail is none: refund legs are "
+               "sent, payout legs wait (docs/providers.md)");
+        rc = 0;
+    }
+
+    if (rc != 0) {
+        mc_papi_close(&r.api);
+        return 2;
+    }
+
+    r.conn = mc_deployment_connect(cfg->database, cfg->deployment_tag,
                                    "payout");
-    if (p.conn == NULL) {
+    if (r.conn == NULL) {
+        mc_papi_close(&r.api);
         mc_papi_close(&p.api);
         return 1;
     }
 
+    p.conn = r.conn;
+
     for ( ;; ) {
         /* the refund legs, then the payout legs: each sender's round
            looks up what is unknown before it sends anything */
-        rc = mc_refund_round(&p, stop);
-        if (rc == 0) {
+        rc = mc_refund_round(&r, stop);
+        if (rc == 0 && p.rail != NULL) {
             rc = mc_payout_round(&p, stop);
         }
 
@@ -140,9 +136,9 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
             break;
         }
 
-        if (PQstatus(p.conn) != CONNECTION_OK) {
+        if (PQstatus(r.conn) != CONNECTION_OK) {
             /* a new connection may reach another server: asked again */
-            if (mc_deployment_reset(p.conn, cfg->deployment_tag, "payout")
+            if (mc_deployment_reset(r.conn, cfg->deployment_tag, "payout")
                 != 0)
             {
                 rc = 1;
@@ -151,7 +147,8 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         }
     }
 
-    PQfinish(p.conn);
+    PQfinish(r.conn);
+    mc_papi_close(&r.api);
     mc_papi_close(&p.api);
     return rc;
 }
@@ -183,7 +180,7 @@ mc_payout_round(mc_payout_t *p, volatile sig_atomic_t *stop)
     snprintf(margin, sizeof(margin), "%d", p->cfg->payout_margin);
     snprintf(lookup, sizeof(lookup), "%d", p->cfg->payout_lease);
     snprintf(limit, sizeof(limit), "%d", MC_PAYOUT_BATCH);
-    params[0] = MC_PAYOUT_PROVIDER;
+    params[0] = p->cfg->payout_provider;
     params[1] = margin;
     params[2] = lookup;
     params[3] = limit;
@@ -200,7 +197,7 @@ mc_payout_round(mc_payout_t *p, volatile sig_atomic_t *stop)
     }
 
     snprintf(lease, sizeof(lease), "%d", p->cfg->payout_lease);
-    params[0] = MC_PAYOUT_PROVIDER;
+    params[0] = p->cfg->payout_provider;
     params[1] = p->cfg->worker_name;
     params[2] = lease;
 
@@ -281,36 +278,14 @@ mc_payout_items(mc_payout_t *p, const char *sql, int n, const char **params,
 static void
 mc_payout_send(mc_payout_t *p, mc_payout_item_t *it)
 {
-    char              form[1100], cur[8], *dest, *ref, *debit;
-    size_t            i;
     mc_papi_answer_t  a;
 
-    for (i = 0; it->currency[i] != '\0' && i < sizeof(cur) - 1; i++) {
-        cur[i] = (char) (it->currency[i] | 0x20);
-    }
-    cur[i] = '\0';
+    mc_log(MC_LOG_INFO, "payout %s (debit %s): %s POST %" PRId64 " %s to %s, "
+           "attempt %d, key %s", it->reference, it->debit_reference,
+           p->rail->name, it->amount_minor, it->currency, it->destination,
+           it->attempts, it->idempotency_key);
 
-    dest = curl_easy_escape(p->api.curl, it->destination, 0);
-    ref = curl_easy_escape(p->api.curl, it->reference, 0);
-    debit = curl_easy_escape(p->api.curl, it->debit_reference, 0);
-
-    snprintf(form, sizeof(form), "amount=%" PRId64 "&currency=%s"
-             "&destination=%s&metadata%%5Bmt5credit_reference%%5D=%s"
-             "&metadata%%5Bmt5credit_debit%%5D=%s%s%s",
-             it->amount_minor, cur, dest != NULL ? dest : "",
-             ref != NULL ? ref : "", debit != NULL ? debit : "",
-             it->deployment[0] ? "&metadata%5Bmt5credit_deployment%5D=" : "",
-             it->deployment);
-
-    curl_free(dest);
-    curl_free(ref);
-    curl_free(debit);
-
-    mc_log(MC_LOG_INFO, "payout %s (debit %s): POST /v1/payouts %" PRId64
-           " %s, attempt %d, key %s", it->reference, it->debit_reference,
-           it->amount_minor, cur, it->attempts, it->idempotency_key);
-
-    mc_papi_post(&p->api, "/v1/payouts", form, it->idempotency_key, &a);
+    p->rail->send(&p->api, it, &a);
     mc_payout_sent_answer(p, it, &a);
     mc_papi_answer_free(&a);
 }
@@ -347,7 +322,7 @@ mc_payout_sent_answer(mc_payout_t *p, mc_payout_item_t *it,
 
     case MC_SENT_OBJECT:
         doc = json_loadb(a->data != NULL ? a->data : "", a->len, 0, NULL);
-        why = mc_payout_match(it, doc, &seen);
+        why = p->rail->match(it, doc, &seen);
         json_decref(doc);
 
         if (why == NULL) {
@@ -415,15 +390,13 @@ mc_payout_check(mc_payout_t *p, mc_payout_item_t *it)
 static void
 mc_payout_check_status(mc_payout_t *p, mc_payout_item_t *it)
 {
-    char              path[512], why[128];
+    char              why[128];
     json_t           *doc;
     const char       *bad;
     mc_papi_answer_t  a;
     mc_payout_seen_t  seen;
 
-    snprintf(path, sizeof(path), "/v1/payouts/%s", it->payout_id);
-
-    if (mc_papi_get(&p->api, path, &a) != 0 || a.status != 200) {
+    if (p->rail->get(&p->api, it, &a) != 0) {
         snprintf(why, sizeof(why), "status query: %s",
                  a.rc != CURLE_OK ? curl_easy_strerror(a.rc) : "not HTTP 200");
         mc_papi_answer_free(&a);
@@ -432,7 +405,7 @@ mc_payout_check_status(mc_payout_t *p, mc_payout_item_t *it)
     }
 
     doc = json_loadb(a.data != NULL ? a.data : "", a.len, 0, NULL);
-    bad = mc_payout_match(it, doc, &seen);
+    bad = p->rail->match(it, doc, &seen);
     json_decref(doc);
     mc_papi_answer_free(&a);
 
@@ -450,39 +423,25 @@ mc_payout_check_status(mc_payout_t *p, mc_payout_item_t *it)
 
 
 /*
- * An unknown payout: list the provider's payouts created since shortly
- * before the first send, newest first, page by page to the end, and
- * collect those carrying our reference.  Only a complete walk can say
+ * An unknown payout: every payout at the provider carrying our reference,
+ * from a complete answer (the rail's).  Only a complete answer can say
  * "not there".
  */
 static void
 mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it)
 {
-    int               page, more;
-    char              last[256], why[256], id[24], att[16], *d;
+    int               page;
+    char              why[256], id[24], att[16], *d;
     json_t           *found;
     const char       *bad, *params[4];
     mc_payout_seen_t  seen;
 
     found = json_array();
-    last[0] = '\0';
-    more = 1;
 
-    for (page = 0; more && page < MC_PAYOUT_LIST_PAGES; page++) {
-        bad = mc_payout_list_page(p, it, page == 0 ? NULL : last, &found,
-                                  last, sizeof(last), &more);
-        if (bad != NULL) {
-            snprintf(why, sizeof(why), "listing, page %d: %s", page + 1, bad);
-            json_decref(found);
-            mc_payout_check_failed(p, it, "payout_no_answer", why);
-            return;
-        }
-    }
-
-    if (more) {
+    bad = p->rail->find(&p->api, it, found, &page);
+    if (bad != NULL) {
         json_decref(found);
-        mc_payout_check_failed(p, it, "payout_no_answer",
-                               "listing longer than we read");
+        mc_payout_check_failed(p, it, "payout_no_answer", bad);
         return;
     }
 
@@ -498,7 +457,7 @@ mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it)
     }
 
     if (json_array_size(found) == 1) {
-        bad = mc_payout_match(it, json_array_get(found, 0), &seen);
+        bad = p->rail->match(it, json_array_get(found, 0), &seen);
         json_decref(found);
 
         if (bad != NULL) {
@@ -531,141 +490,6 @@ mc_payout_lookup(mc_payout_t *p, mc_payout_item_t *it)
     mc_sender_call(p, "payout", "payout_absent", "SELECT mt5credit."
                    "payout_absent($1, $2, $3, $4)", 4, params, NULL, 0);
     free(d);
-}
-
-
-static const char *
-mc_payout_list_page(mc_payout_t *p, mc_payout_item_t *it, const char *after,
-    json_t **found, char *last, size_t lastlen, int *more)
-{
-    char              path[512];
-    size_t            i;
-    json_t           *doc, *data, *o, *has_more;
-    const char       *ref, *id, *object;
-    mc_papi_answer_t  a;
-    static char       why[128];
-
-    snprintf(path, sizeof(path), "/v1/payouts?limit=100"
-             "&created%%5Bgte%%5D=%" PRId64 "%s%s",
-             it->first_sent - MC_PAYOUT_LIST_SLACK,
-             after != NULL ? "&starting_after=" : "",
-             after != NULL ? after : "");
-
-    if (mc_papi_get(&p->api, path, &a) != 0 || a.status != 200) {
-        snprintf(why, sizeof(why), "%s",
-                 a.rc != CURLE_OK ? curl_easy_strerror(a.rc)
-                 : a.too_big ? "an answer over 1 MB" : "not HTTP 200");
-        mc_papi_answer_free(&a);
-        return why;
-    }
-
-    doc = json_loadb(a.data != NULL ? a.data : "", a.len, 0, NULL);
-    mc_papi_answer_free(&a);
-
-    object = json_string_value(json_object_get(doc, "object"));
-    data = json_object_get(doc, "data");
-    has_more = json_object_get(doc, "has_more");
-
-    if (object == NULL || strcmp(object, "list") != 0 || !json_is_array(data)
-        || !json_is_boolean(has_more))
-    {
-        json_decref(doc);
-        return "not a complete list";
-    }
-
-    *more = json_is_true(has_more);
-
-    json_array_foreach(data, i, o) {
-        id = json_string_value(json_object_get(o, "id"));
-        if (id == NULL) {
-            json_decref(doc);
-            return "a listed payout without an id";
-        }
-
-        snprintf(last, lastlen, "%s", id);
-        ref = json_string_value(json_object_get(
-                  json_object_get(o, "metadata"), "mt5credit_reference"));
-
-        if (ref != NULL && strcmp(ref, it->reference) == 0
-            && mc_sender_same_deployment(it->deployment, o))
-        {
-            json_array_append(*found, o);
-        }
-    }
-
-    if (*more && json_array_size(data) == 0) {
-        json_decref(doc);
-        return "an empty page that says there is more";
-    }
-
-    json_decref(doc);
-    return NULL;
-}
-
-
-/*
- * Is o the provider's payout object for exactly this payout?  NULL with
- * what it says in *seen, or why not.
- */
-static const char *
-mc_payout_match(const mc_payout_item_t *it, json_t *o, mc_payout_seen_t *seen)
-{
-    json_t      *amount;
-    const char  *object, *id, *status, *cur, *dest, *ref, *code, *msg;
-
-    memset(seen, 0, sizeof(*seen));
-
-    object = json_string_value(json_object_get(o, "object"));
-    id = json_string_value(json_object_get(o, "id"));
-    status = json_string_value(json_object_get(o, "status"));
-    amount = json_object_get(o, "amount");
-    cur = json_string_value(json_object_get(o, "currency"));
-    dest = json_string_value(json_object_get(o, "destination"));
-    ref = json_string_value(json_object_get(json_object_get(o, "metadata"),
-                                            "mt5credit_reference"));
-
-    if (!json_is_object(o) || object == NULL || strcmp(object, "payout") != 0
-        || id == NULL || status == NULL || strlen(id) >= sizeof(seen->id)
-        || strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                      "0123456789_-") != strlen(id))
-    {
-        return "not a payout object";
-    }
-
-    if (ref == NULL || strcmp(ref, it->reference) != 0) {
-        return "a payout with another reference";
-    }
-
-    if (!mc_sender_same_deployment(it->deployment, o)) {
-        return "a payout of another deployment";
-    }
-
-    if (!json_is_integer(amount)
-        || json_integer_value(amount) != it->amount_minor
-        || cur == NULL || strcasecmp(cur, it->currency) != 0
-        || dest == NULL || strcmp(dest, it->destination) != 0)
-    {
-        return "a payout of another amount, currency or destination";
-    }
-
-    snprintf(seen->id, sizeof(seen->id), "%s", id);
-    snprintf(seen->status, sizeof(seen->status), "%s", status);
-
-    code = json_string_value(json_object_get(o, "failure_code"));
-    msg = json_string_value(json_object_get(o, "failure_message"));
-    snprintf(seen->failure_code, sizeof(seen->failure_code), "%s",
-             code != NULL ? code : "");
-    snprintf(seen->failure_message, sizeof(seen->failure_message), "%s",
-             msg != NULL ? msg : "");
-
-    if (strcmp(status, "pending") != 0 && strcmp(status, "in_transit") != 0
-        && strcmp(status, "paid") != 0 && strcmp(status, "failed") != 0
-        && strcmp(status, "canceled") != 0)
-    {
-        return "a payout status we do not know";
-    }
-
-    return NULL;
 }
 
 

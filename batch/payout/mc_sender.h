@@ -20,11 +20,14 @@
 #include "mc_provider_api.h"
 
 
+struct mc_payout_rail_s;
+
 typedef struct {
-    mc_config_t        *cfg;
-    PGconn             *conn;
-    mc_papi_t           api;
-    mc_alert_config_t   alert;
+    mc_config_t                    *cfg;
+    PGconn                         *conn;
+    mc_papi_t                       api;
+    mc_alert_config_t               alert;
+    const struct mc_payout_rail_s  *rail;    /* the payout sender's */
 } mc_sender_t;
 
 
