@@ -36,9 +36,14 @@
 -- after a client's own refund), the doubt falls on the side of no debit,
 -- and reconciliation shows the refund without one.
 --
--- payout_after_debit() (018), stripe_facts() (006), ingest_reversal()
--- (006) and withdrawal_progress() (018) are re-declared here: this file
--- holds their current definitions.
+-- The payout leg's own provider reports on it too: a bank-transfer PSP's
+-- signed status webhooks (the generic rail, docs/providers.md), payout.*
+-- through the edge.  They change nothing by themselves either: the
+-- payout is made due for the sender's own status query at once.
+--
+-- payout_after_debit() (018), stripe_facts() (006), standard_facts()
+-- (006), ingest_reversal() (006) and withdrawal_progress() (018) are
+-- re-declared here: this file holds their current definitions.
 --
 
 -- targets of the executions' composite foreign keys: the leg of the plan
@@ -980,6 +985,102 @@ $$;
 
 
 --
+-- 006's generic payload, with a payout rail's status webhooks:
+--   {"id", "type": "payout.paid", "data": {"payout_id", "reference",
+--    "status"}}  (payout.processing, .paid, .failed, .returned)
+-- the fact 'payout_status' (payment_key: the provider's payout id,
+-- deposit_ref: our reference, note: the status).
+--
+CREATE OR REPLACE FUNCTION mt5credit.standard_facts(p_type text,
+    p_body jsonb)
+RETURNS SETOF mt5credit.payment_fact
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = mt5credit, pg_temp
+AS $$
+DECLARE
+    d       jsonb := p_body->'data';
+    amount  bigint := json_minor(d->'amount_minor');
+    cur     text := upper(json_text(d->'currency'));
+    pay     text := json_text(d->'payment_id');
+BEGIN
+    CASE p_type
+    WHEN 'payment.succeeded' THEN
+        RETURN NEXT ('paid', pay, NULL, json_text(d->'deposit_reference'),
+                     amount, cur, NULL)::payment_fact;
+
+    WHEN 'payment.refunded' THEN
+        RETURN NEXT ('refund', 'refund:' || json_text(d->'refund_id'), pay,
+                     NULL, amount, cur, NULL)::payment_fact;
+
+    WHEN 'payment.chargeback' THEN
+        RETURN NEXT ('chargeback',
+                     'chargeback:' || json_text(d->'chargeback_id'), pay,
+                     NULL, amount, cur, NULL)::payment_fact;
+
+    WHEN 'payment.chargeback_reversed' THEN
+        RETURN NEXT ('chargeback_reversal',
+                     'chargeback:' || json_text(d->'chargeback_id')
+                         || ':reversed',
+                     pay, NULL, amount, cur, NULL)::payment_fact;
+
+    WHEN 'payout.processing', 'payout.paid', 'payout.failed',
+         'payout.returned'
+    THEN
+        RETURN NEXT ('payout_status', json_text(d->'payout_id'), NULL,
+                     json_text(d->'reference'), NULL, NULL,
+                     coalesce(json_text(d->'status'), substr(p_type, 8))
+                    )::payment_fact;
+
+    ELSE
+        RETURN NEXT ('ignore', NULL, NULL, NULL, NULL, NULL,
+                     'event type not mapped')::payment_fact;
+    END CASE;
+END
+$$;
+
+
+--
+-- A payout rail's word on a payout of ours: never taken as the outcome.
+-- The payout (by the provider's id, else our reference) is made due for
+-- the sender's status query now; a payout we do not know is no money of
+-- ours to move.
+--
+CREATE FUNCTION mt5credit.ingest_payout_status(p_provider text,
+    f mt5credit.payment_fact, p_event bigint)
+RETURNS mt5credit.ingest_step
+LANGUAGE plpgsql
+SET search_path = mt5credit, pg_temp
+AS $$
+DECLARE
+    p  payout;
+BEGIN
+    SELECT * INTO p FROM payout
+    WHERE provider = p_provider
+      AND (provider_payout_id = f.payment_key OR reference = f.deposit_ref)
+    ORDER BY provider_payout_id = f.payment_key DESC NULLS LAST
+    LIMIT 1
+    FOR UPDATE;
+
+    IF NOT FOUND THEN
+        RETURN ('ignored', NULL, 'payout ' || coalesce(f.payment_key, '?')
+                || ' (' || coalesce(f.deposit_ref, '?') || ') is no payout '
+                || 'of ours')::ingest_step;
+    END IF;
+
+    IF p.status IN ('accepted', 'paid') THEN
+        UPDATE payout SET next_check_at = clock_timestamp()
+        WHERE id = p.id;
+    END IF;
+
+    RETURN ('ignored', NULL, 'payout ' || coalesce(f.payment_key, '?')
+            || ' is ' || p.reference || ', ' || coalesce(f.note, '?')
+            || ' at the provider, ' || p.status || ' here: the sender '
+            || 'asks the provider')::ingest_step;
+END
+$$;
+
+
+--
 -- 006's reversal step, with the withdrawal's legs kept out of it: a
 -- refund fact that is one of our legs is not a debit; the cumulative
 -- amount_refunded has our legs that may be at the provider taken off;
@@ -1006,6 +1107,8 @@ DECLARE
 BEGIN
     IF f.action = 'withdrawal_refund' THEN
         RETURN ingest_withdrawal_refund(p_provider, f, p_event);
+    ELSIF f.action = 'payout_status' THEN
+        RETURN ingest_payout_status(p_provider, f, p_event);
     END IF;
 
     IF f.payment_key IS NULL OR f.original_key IS NULL

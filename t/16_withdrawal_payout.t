@@ -2,7 +2,9 @@
 #
 # Withdrawals after approval, end to end: the MT5 debit "wd:<id>" through
 # the worker's claim / call / resolve path on the MT5 simulator, then the
-# payout through `mt5credit payout` to the Stripe double (t/stripesim/).
+# payout through `mt5credit payout` to the Stripe double (t/stripesim/), on
+# the stripe_connect rail: the client is a Stripe connected account (the
+# bank-transfer rail is t/19).
 # Impossible:
 #   - money paid out before the MT5 debit is done, or without one (an
 #     unknown debit is resolved first; a refused debit is never paid)
@@ -64,7 +66,9 @@ my $conf = $st->worker_config('w1', %fast,
     provider_api_url => "http://127.0.0.1:$port",
     provider_api_key_file => $keyfile,
     payout_timeout => 1, payout_lease => 6, payout_margin => 0,
-    payout_backoff => 1, payout_recheck => 1, payout_max_lookups => 2);
+    payout_backoff => 1, payout_recheck => 1, payout_max_lookups => 2,
+    # the client is a Stripe connected account (t/19 has the bank rail)
+    payout_rail => 'stripe_connect');
 
 my $json = JSON::PP->new->canonical;
 
@@ -110,7 +114,7 @@ sub withdraw {
     my $login = $o{login} || 71601;
     my $ref = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
         . "'alice', 'payout-test-$n', 'stripe', 'live1', $login, $amount, "
-        . "'USD', 'ba_dest_$n')", user => 'portal');
+        . "'USD', 'acct_dest_$n')", user => 'portal');
     my $digest = $sb->sql1("SELECT mt5credit.withdrawal_prepare('$ref', "
                            . "'ok')", user => 'ops_alice');
     $sb->psql("SELECT mt5credit.withdrawal_approve('$ref', '$digest', "
@@ -182,9 +186,9 @@ my $p = payout($wid);
 is($p->{status}, 'accepted', 'the provider accepted it');
 my $at = payouts_of($ref);
 is(scalar @$at, 1, 'one payout at the provider carries our reference');
-is($at->[0]{amount} . ' ' . $at->[0]{currency} . ' ' . $at->[0]{destination},
-   "25000 usd ba_dest_$n", '... for the approved amount, currency and '
-   . 'destination');
+is($at->[0]{amount} . ' ' . $at->[0]{currency} . ' ' . $at->[0]{account},
+   "25000 usd acct_dest_$n", '... for the approved amount and currency, on '
+   . 'behalf of the connected account (Stripe-Account)');
 is($p->{po}, $at->[0]{id}, "... and its id ($p->{po}) is recorded");
 is(posts_of($wid), 1, 'sent once, with the idempotency key');
 is(progress($ref), 'sent', 'the client sees "sent"');
@@ -520,7 +524,8 @@ $st->stop_worker('w1');
         provider_api_url => "http://127.0.0.1:$port",
         provider_api_key_file => $keyfile, deployment_tag => 'prod',
         payout_timeout => 1, payout_lease => 6, payout_margin => 0,
-        payout_backoff => 1, payout_recheck => 1, payout_max_lookups => 2);
+        payout_backoff => 1, payout_recheck => 1, payout_max_lookups => 2,
+        payout_rail => 'stripe_connect');
     Mt5Credit::Worker::start($sb, 'wt', $tconf);
     my ($r9, $w9) = withdraw(900);
     ok($st->wait_status(debit_of($w9), 'done', 20),
@@ -529,10 +534,11 @@ $st->stop_worker('w1');
     # staging's withdrawal with the same number paid out through the same
     # account, under our reference
     my $r = $sb->http('POST', '/v1/payouts', port => $port,
-        body => "amount=900&currency=usd&destination=ba_dest_$n"
+        body => "amount=900&currency=usd"
               . "&metadata%5Bmt5credit_reference%5D=$r9"
               . "&metadata%5Bmt5credit_deployment%5D=stg",
         headers => [ [ 'Authorization', "Bearer $KEY" ],
+                     [ 'Stripe-Account', "acct_dest_$n" ],
                      [ 'Content-Type', 'application/x-www-form-urlencoded' ],
                      [ 'Idempotency-Key', "mt5credit-stg-payout-$w9" ] ]);
     my ($stg) = $r->{body} =~ /"id"\s*:\s*"(po_[A-Za-z0-9_]+)"/;

@@ -94,7 +94,7 @@ mc_sender_sent(const mc_papi_answer_t *a, char *code, size_t codelen,
         return MC_SENT_UNKNOWN;
     }
 
-    if (a->status == 200) {
+    if (a->status == 200 || a->status == 201) {
         msg[0] = '\0';
         return MC_SENT_OBJECT;
     }

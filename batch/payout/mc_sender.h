@@ -52,7 +52,7 @@ int mc_sender_error_code(const mc_papi_answer_t *a, char *code,
 /* what the answer to a POST that moves money says */
 typedef enum {
     MC_SENT_NOT = 0,        /* provably never reached the provider */
-    MC_SENT_OBJECT,         /* HTTP 200: the caller checks the object */
+    MC_SENT_OBJECT,         /* HTTP 200, 201: the caller checks it */
     MC_SENT_DECLINED,       /* refused outright: code and msg say why */
     MC_SENT_UNKNOWN         /* anything else: msg says what came */
 } mc_sent_e;

@@ -22,10 +22,11 @@
 #   POST /v1/payouts (form: amount, currency, destination, metadata[...];
 #        Idempotency-Key header: the same key and parameters again is the
 #        same payout, the same key with other parameters is an
-#        idempotency_error);
+#        idempotency_error; with a Stripe-Account header, the payout is
+#        that connected account's, to its own bank account "ba_of_<acct>");
 #   GET /v1/payouts/<id>;
 #   GET /v1/payouts?limit=&created[gte]=&starting_after= (newest first,
-#        has_more).
+#        has_more; the Stripe-Account's payouts, or the platform's own).
 # Faults come from STATE.json.faults, read on every request:
 #   {"payout_post": "decline" | "drop_before" | "delay_after" |
 #                   "http500_after" | "garbage_after",
@@ -54,40 +55,31 @@ use strict;
 use warnings;
 
 use Digest::SHA qw(hmac_sha256_hex);
-use Fcntl qw(:flock);
+use FindBin;
 use IO::Socket::INET;
 use JSON::PP;
+
+use lib "$FindBin::Bin/../lib";
+use Mt5Credit::HttpDouble qw(serve reply read_body form locked);
 
 my ($port, $state, $key) = @ARGV;
 die "usage: stripesim.pl PORT STATE.json KEY\n" unless $key;
 
 my $json = JSON::PP->new->canonical;
-my $srv = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
-                                Listen => 16, ReuseAddr => 1)
-    or die "listen 127.0.0.1:$port: $!";
-$SIG{CHLD} = 'IGNORE';
-print "stripesim: listening on $port\n";
-
-while (my $c = $srv->accept) {
-    my $pid = fork;
-    if (defined $pid && $pid == 0) {
-        answer($c);
-        exit 0;
-    }
-    close $c;
-}
+serve($port, 'stripesim', \&answer);
 
 sub answer {
     my ($c) = @_;
     local $/ = "\r\n";
     my $line = <$c> // return;
     my ($method, $path) = split / /, $line;
-    my ($auth, $length, $idem) = (0, 0, '');
+    my ($auth, $length, $idem, $acct) = (0, 0, '', '');
     while (defined(my $h = <$c>)) {
         last if $h eq "\r\n";
         $auth = 1 if $h =~ /^Authorization: Bearer \Q$key\E\r\n$/i;
         $length = $1 if $h =~ /^Content-Length: (\d+)\r\n$/i;
         $idem = $1 if $h =~ /^Idempotency-Key: (\S+)\r\n$/i;
+        $acct = $1 if $h =~ /^Stripe-Account: (\S+)\r\n$/i;
     }
     if (open my $log, '>>', "$state.log") {
         print $log "$path $auth" . ($idem ? " $method $idem" : '') . "\n";
@@ -103,11 +95,11 @@ sub answer {
     return reply($c, 401, { error => { type => 'invalid_request_error',
                                        message => 'Invalid API Key' } })
         unless $auth;
-    return payout_post($c, $length, $idem)
+    return payout_post($c, $length, $idem, $acct)
         if $method eq 'POST' && $path eq '/v1/payouts';
-    return payout_get($c, $1)
+    return payout_get($c, $1, $acct)
         if $method eq 'GET' && $path =~ m{^/v1/payouts/([A-Za-z0-9_]+)$};
-    return payout_list($c, $1)
+    return payout_list($c, $1, $acct)
         if $method eq 'GET' && $path =~ m{^/v1/payouts(?:\?(.*))?$};
     return refund_post($c, $length, $idem)
         if $method eq 'POST' && $path eq '/v1/refunds';
@@ -141,15 +133,6 @@ sub answer {
              map { $_ => $s->{$_} } grep { !/^(delay|http|other_id)$/ }
              keys %$s);
     return reply($c, 200, \%o);
-}
-
-sub reply {
-    my ($c, $status, $body) = @_;
-    my $text = $json->encode($body);
-    print $c "HTTP/1.1 $status X\r\nContent-Type: application/json\r\n"
-           . "Content-Length: " . length($text) . "\r\nConnection: close\r\n"
-           . "\r\n$text";
-    close $c;
 }
 
 sub pay {
@@ -194,48 +177,17 @@ sub pay {
 
 # ------------------------------------------------------------- payouts
 
-sub faults {
-    open my $f, '<', "$state.faults" or return {};
-    local $/;
-    return eval { $json->decode(<$f>) } || {};
-}
+sub faults { Mt5Credit::HttpDouble::faults("$state.faults") }
 
 # runs $fn on the payout book under a lock, writes it back; returns its value
 sub payouts_locked {
-    my ($fn) = @_;
-    open my $lock, '>>', "$state.lock" or die $!;
-    flock $lock, LOCK_EX or die $!;
-    my $book = { payouts => [], posts => {}, keys => {} };
-    if (open my $f, '<', "$state.payouts") {
-        local $/;
-        $book = $json->decode(<$f>);
-    }
-    my $out = $fn->($book);
-    open my $f, '>', "$state.payouts.tmp" or die $!;
-    print $f $json->encode($book);
-    close $f;
-    rename "$state.payouts.tmp", "$state.payouts" or die $!;
-    close $lock;
-    return $out;
-}
-
-sub form {
-    my ($text) = @_;
-    my %f;
-    for (split /&/, $text) {
-        my ($k, $v) = map { my $x = $_ // ''; $x =~ tr/+/ /;
-                            $x =~ s/%([0-9A-Fa-f]{2})/chr hex $1/ge; $x }
-                      split /=/, $_, 2;
-        $f{$k} = $v;
-    }
-    return \%f;
+    locked("$state.payouts", { payouts => [], posts => {}, keys => {} },
+           $_[0]);
 }
 
 sub payout_post {
-    my ($c, $length, $idem) = @_;
-    my $text = '';
-    read($c, $text, $length) if $length;
-    my $f = form($text);
+    my ($c, $length, $idem, $acct) = @_;
+    my $f = form(read_body($c, $length));
     my $fault = faults();
     my $mode = $fault->{payout_post} // '';
     return reply($c, 400, { error => { type => 'invalid_request_error',
@@ -256,6 +208,7 @@ sub payout_post {
     }
 
     my $params = join '&', map { "$_=$f->{$_}" } sort keys %$f;
+    $params .= "&on=$acct" if $acct;
     my ($status, $body) = @{ payouts_locked(sub {
         my ($book) = @_;
         $book->{posts}{$idem}++;
@@ -272,7 +225,9 @@ sub payout_post {
         my $p = { id => 'po_sim_' . (@{ $book->{payouts} } + 1),
                   object => 'payout', amount => $f->{amount} + 0,
                   currency => $f->{currency},
-                  destination => $f->{destination}, status => 'pending',
+                  # a connected account's payout goes to its own bank
+                  destination => $acct ? "ba_of_$acct" : $f->{destination},
+                  ($acct ? (account => $acct) : ()), status => 'pending',
                   metadata => \%meta, created => time,
                   failure_code => undef, failure_message => undef };
         push @{ $book->{payouts} }, $p;
@@ -295,18 +250,19 @@ sub payout_post {
 }
 
 sub payout_get {
-    my ($c, $id) = @_;
+    my ($c, $id, $acct) = @_;
     return reply($c, 500, { error => { type => 'api_error' } })
         if (faults()->{payout_get} // '') eq 'http500';
     my $p = payouts_locked(sub {
-        (grep { $_->{id} eq $id } @{ $_[0]{payouts} })[0] });
+        (grep { $_->{id} eq $id && ($_->{account} // '') eq $acct }
+         @{ $_[0]{payouts} })[0] });
     return $p ? reply($c, 200, $p)
               : reply($c, 404, { error => { type => 'invalid_request_error',
                                             message => "No such payout: '$id'" } });
 }
 
 sub payout_list {
-    my ($c, $query) = @_;
+    my ($c, $query, $acct) = @_;
     my $mode = faults()->{payout_list} // '';
     return reply($c, 500, { error => { type => 'api_error' } })
         if $mode eq 'http500';
@@ -318,7 +274,7 @@ sub payout_list {
     my $gte = $q->{'created[gte]'} // 0;
     my @all = sort { $b->{created} <=> $a->{created}
                      || ($b->{id} =~ /(\d+)$/)[0] <=> ($a->{id} =~ /(\d+)$/)[0] }
-              grep { $_->{created} >= $gte }
+              grep { $_->{created} >= $gte && ($_->{account} // '') eq $acct }
               @{ payouts_locked(sub { $_[0]{payouts} }) };
     if (my $after = $q->{starting_after}) {
         my ($i) = grep { $all[$_]{id} eq $after } 0 .. $#all;
@@ -333,9 +289,7 @@ sub payout_list {
 
 sub control_payout {
     my ($c, $length) = @_;
-    my $text = '';
-    read($c, $text, $length) if $length;
-    my $req = eval { $json->decode($text) } || {};
+    my $req = eval { $json->decode(read_body($c, $length)) } || {};
     my $p = payouts_locked(sub {
         my ($p) = grep { $_->{id} eq ($req->{id} // '') } @{ $_[0]{payouts} };
         if ($p) {
@@ -360,9 +314,7 @@ sub payment_entry {
 
 sub refund_post {
     my ($c, $length, $idem) = @_;
-    my $text = '';
-    read($c, $text, $length) if $length;
-    my $f = form($text);
+    my $f = form(read_body($c, $length));
     my $fault = faults();
     my $mode = $fault->{refund_post} // '';
     return reply($c, 400, { error => { type => 'invalid_request_error',
@@ -478,9 +430,7 @@ sub refund_list {
 
 sub control_refund {
     my ($c, $length) = @_;
-    my $text = '';
-    read($c, $text, $length) if $length;
-    my $req = eval { $json->decode($text) } || {};
+    my $req = eval { $json->decode(read_body($c, $length)) } || {};
     my $r = payouts_locked(sub {
         my ($r) = grep { $_->{id} eq ($req->{id} // '') }
                   @{ $_[0]{refunds} || [] };

@@ -22,6 +22,7 @@ our $SECRET = 'whsec_stack_secret';
 #   sim => { http => 1, config => {...}, fsync => 0 }  simulator options
 #   redis => 0                                         no Redis at all
 #   nginx_http => '...'                                extra http{} lines
+#   locations => '...'                                 extra server{} lines
 sub new {
     my ($class, %opt) = @_;
     my $sb = Mt5Credit::Sandbox->new;
@@ -31,6 +32,7 @@ sub new {
     my $sim = Mt5Credit::Mt5Sim->new($sb, %{ $opt{sim} || {} });
     my $secrets = $sb->write_file('stripe.secret', "$SECRET\n");
     my $extra = $opt{nginx_http} || '';
+    my $locations = $opt{locations} || '';
     my $redis = $sb->redis_port ? 'mt5_credit_redis %%REDIS%%;' : '';
 
     $sb->start_nginx(<<"HTTP", workers => $opt{nginx_workers} || 1);
@@ -45,6 +47,7 @@ sub new {
             mt5_credit_secret_file $secrets;
         }
         location = /status { mt5_credit_status; }
+        $locations
     }
 HTTP
 
