@@ -14,7 +14,10 @@
 --     out of the ordinary pairing: they never meet a client's own refund;
 --   - the debit is one movement, settled when every leg has its row; in
 --     transit until then, inside the window (the rows already seen are
---     carried with it); past it, debited_not_settled;
+--     carried with it); past it, debited_not_settled.  Each provider's
+--     run looks at the legs that provider moves in its currency (the
+--     refunds at the card's provider, the payout at the bank's): a debit
+--     with none of them is not that run's;
 --   - each leg is checked against its row: amount and currency
 --     (amount_mismatch, currency_mismatch on "<wd:N>/leg<k>"), and our
 --     record of it: a refund leg settled while we hold it failed or never
@@ -63,13 +66,26 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT r FROM recon_run WHERE id = p_run;
 
-    -- a refund row names the leg, not the debit: bring the debit in
+    -- a refund row names the leg, not the debit: bring the debit in; and
+    -- a debit of the day with a leg of this provider is this run's too,
+    -- whichever provider pays its payout leg
     INSERT INTO recon_scope
     SELECT c.*, NULL::text, po.status, po.provider_payout_id, po.reference,
            (c.created_at AT TIME ZONE r.time_zone)::date, p_run, false
     FROM mt5_credit c
     LEFT JOIN payout po ON po.debit_credit_id = c.id
-    WHERE c.id IN (SELECT wr.debit_credit_id
+    WHERE c.id IN (SELECT c2.id
+                   FROM mt5_credit c2
+                   JOIN withdrawal w2 ON w2.id = c2.withdrawal_id
+                   JOIN withdrawal_leg l2 ON l2.withdrawal_id = w2.id
+                                         AND l2.plan_no = w2.plan_no
+                   WHERE c2.kind = 'withdrawal'
+                     AND c2.created_at >= r.window_start
+                     AND c2.created_at < r.window_end
+                     AND l2.provider = r.provider
+                     AND l2.currency = r.currency
+                   UNION
+                   SELECT wr.debit_credit_id
                    FROM withdrawal_refund wr
                    JOIN recon_moved m ON m.provider_key = wr.provider_refund_id
                    WHERE m.category = 'refund' AND wr.provider = r.provider
@@ -82,23 +98,35 @@ BEGIN
                    WHERE m.category = 'refund' AND wr.provider = r.provider)
       AND NOT EXISTS (SELECT 1 FROM recon_scope s WHERE s.id = c.id);
 
-    -- the legs of planned debits in scope (a payout made for the whole
-    -- amount before 043 leaves its withdrawal to the old matching)
+    -- the planned debits in scope (a payout made for the whole amount
+    -- before 043 leaves its withdrawal to the old matching): settled by
+    -- their legs, never by a row of their own
+    CREATE TEMP TABLE recon_leg_planned ON COMMIT DROP AS
+    SELECT c.id AS credit_id, w.id AS withdrawal_id, w.plan_no
+    FROM recon_scope c
+    JOIN withdrawal w ON w.id = c.withdrawal_id AND w.plan_no IS NOT NULL
+    WHERE c.kind = 'withdrawal'
+      AND NOT EXISTS (SELECT 1 FROM payout p0
+                      WHERE p0.withdrawal_id = w.id AND p0.plan_no IS NULL);
+
+    -- their legs that this provider moves in this currency: the others
+    -- are another run's (a refund at the card's provider, the payout at
+    -- the bank's)
     CREATE TEMP TABLE recon_leg_base ON COMMIT DROP AS
     SELECT c.id AS credit_id, c.reference, c.provider_payment_id AS c_key,
            l.leg, l.kind, l.amount_minor, l.currency,
            coalesce(wr.status, po.status) AS status,
            coalesce(wr.provider_refund_id, po.provider_payout_id)
                AS provider_id
-    FROM recon_scope c
-    JOIN withdrawal w ON w.id = c.withdrawal_id AND w.plan_no IS NOT NULL
-    JOIN withdrawal_leg l ON l.withdrawal_id = w.id AND l.plan_no = w.plan_no
+    FROM recon_leg_planned pl
+    JOIN recon_scope c ON c.id = pl.credit_id
+    JOIN withdrawal_leg l ON l.withdrawal_id = pl.withdrawal_id
+                         AND l.plan_no = pl.plan_no
     LEFT JOIN withdrawal_refund wr
-           ON wr.withdrawal_id = w.id AND wr.leg = l.leg
-    LEFT JOIN payout po ON po.withdrawal_id = w.id AND po.leg = l.leg
-    WHERE c.kind = 'withdrawal'
-      AND NOT EXISTS (SELECT 1 FROM payout p0
-                      WHERE p0.withdrawal_id = w.id AND p0.plan_no IS NULL);
+           ON wr.withdrawal_id = pl.withdrawal_id AND wr.leg = l.leg
+    LEFT JOIN payout po ON po.withdrawal_id = pl.withdrawal_id
+                       AND po.leg = l.leg
+    WHERE l.provider = r.provider AND l.currency = r.currency;
 
     CREATE TEMP TABLE recon_leg_row ON COMMIT DROP AS
     SELECT b.credit_id, b.leg, m.row_id
@@ -274,7 +302,7 @@ BEGIN
           WHERE NOT EXISTS (SELECT 1 FROM recon_leg_row lr
                             WHERE lr.row_id = m.row_id)) s
     FULL JOIN (SELECT * FROM recon_scope
-               WHERE id NOT IN (SELECT credit_id FROM recon_leg)) c
+               WHERE id NOT IN (SELECT credit_id FROM recon_leg_planned)) c
            ON c.provider_payment_id = s.join_key
     LEFT JOIN recon_ref d ON d.reference = c.reference
     LEFT JOIN (SELECT provider_key FROM recon_moved

@@ -64,7 +64,10 @@ my $conf = $st->worker_config('w1', call_timeout => 1, lease => 8,
     provider_api_key_file => $keyfile,
     payout_timeout => 1, payout_lease => 6, payout_margin => 0,
     payout_backoff => 1, payout_recheck => 1, payout_max_lookups => 2,
-    payout_paid_watch => 3);
+    payout_paid_watch => 3,
+    # the payout legs: Stripe payouts to connected accounts (the bank
+    # rail is t/19's)
+    payout_rail => 'stripe_connect');
 Mt5Credit::Worker::start($sb, 'w1', $conf);
 
 sub faults { $sb->write_file('stripe.json.faults', $json->encode({ @_ })) }
@@ -110,7 +113,7 @@ sub withdraw {
     $seq++;
     my $ref = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
         . "'alice', 'refund-test-$seq', 'stripe', 'live1', $login, $amount, "
-        . "'USD', 'ba_rfd_$seq')", user => 'portal');
+        . "'USD', 'acct_rfd_$seq')", user => 'portal');
     my $digest = $sb->sql1("SELECT mt5credit.withdrawal_prepare('$ref', "
                            . "'ok')", user => 'ops_alice');
     $sb->psql("SELECT mt5credit.withdrawal_approve('$ref', '$digest', "

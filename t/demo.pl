@@ -8,8 +8,9 @@
 # stale, one whose amount disagrees) sent to the edge; what was stored and
 # refused, and why; then the worker turning each credit into exactly one
 # MT5 balance deal, and a refund into one debit; a withdrawal approved by
-# two people, debited in MT5 first and then paid out through the
-# provider's payout API (a Stripe double); the day's reconciliation
+# two people, planned back the way the money came, debited in MT5 first
+# and then paid out through a bank-transfer PSP's payout API (a double of
+# the generic payout rail); the day's reconciliation
 # against Stripe's settlement file, with its CSV and HTML report, and the
 # cases it opened as a person at the case desk sees them.
 #
@@ -194,6 +195,16 @@ $sb->spawn('stripesim', 'perl', "$Mt5Credit::Sandbox::ROOT/t/stripesim/"
 Mt5Credit::Sandbox::wait_port($api_port, 'stripesim');
 my $api_key_file = $sb->write_file('secrets/stripe-api', "$api_key\n");
 chmod 0600, $api_key_file;
+# the payout rail: a bank-transfer PSP's payout API (a double on loopback),
+# paying EUR to beneficiary tokens; the schema owner lists what it pays
+my $psp_key = 'psp_demo_' . join('', map { ('a' .. 'z')[rand 26] } 1 .. 20);
+my $psp_port = Mt5Credit::Sandbox::free_port();
+$sb->spawn('payoutsim', 'perl', "$Mt5Credit::Sandbox::ROOT/t/payoutsim/"
+           . 'payoutsim.pl', $psp_port, $sb->dir . '/psp.json', $psp_key);
+Mt5Credit::Sandbox::wait_port($psp_port, 'payoutsim');
+my $psp_key_file = $sb->write_file('secrets/psp-api', "$psp_key\n");
+chmod 0600, $psp_key_file;
+$sb->psql("INSERT INTO mt5credit.payout_currency VALUES ('bank', 'EUR')");
 my $report_dir = ($ENV{TMPDIR} || '/tmp') . '/mt5credit-demo-report';
 mkdir $report_dir;
 my $conf = Mt5Credit::Worker::config($sb, 'demo-worker',
@@ -203,7 +214,10 @@ my $conf = Mt5Credit::Worker::config($sb, 'demo-worker',
                       . ' dbname=mt5credit user=recon"',
     recon_out => $report_dir,
     provider_api_url => "http://127.0.0.1:$api_port",
-    provider_api_key_file => $api_key_file);
+    provider_api_key_file => $api_key_file,
+    payout_rail => 'generic', payout_provider => 'bank',
+    payout_api_url => "http://127.0.0.1:$psp_port",
+    payout_api_key_file => $psp_key_file);
 Mt5Credit::Worker::start($sb, 'demo-worker', $conf);
 Mt5Credit::Worker::wait_for(sub {
     $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
@@ -238,11 +252,15 @@ print "  history of dep:1: ", join(' ', map { "$_->[0]>$_->[1]" } @{ $sb->psql(
 
 say_step('a withdrawal of EUR 100.00 from 50002: two people, debit, payout');
 my $wd = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
-    . "'alice', 'demo-withdraw-1', 'stripe', 'demo-live', 50002, 10000, 'EUR', "
-    . "'ba_demo_alice')", user => 'portal');
+    . "'alice', 'demo-withdraw-1', 'bank', 'demo-live', 50002, 10000, 'EUR', "
+    . "'bnf_demo_alice')", user => 'portal');
 my $digest = $sb->sql1("SELECT mt5credit.withdrawal_prepare('$wd', "
                        . "'within limits')", user => 'ops_alice');
 print "  $wd requested by alice, prepared by ops_alice (digest $digest)\n";
+print "  its plan: ", join(', ', map { "$_->[0] $_->[1] $_->[2]" } @{ $sb->psql(
+    "SELECT kind, amount_minor, currency FROM mt5credit.withdrawal_plan_show("
+    . "'$wd')", user => 'ops_bob') }), " (the USD deposit came through acmepay,"
+    . " which refunds nothing here: mt5credit.refund_window)\n";
 my $self_ok = $sb->psql("SELECT mt5credit.withdrawal_approve('$wd', "
     . "'$digest', 'mine')", user => 'ops_alice', may_fail => 1, raw => 1);
 print "  ops_alice approving it herself: ",
@@ -255,7 +273,7 @@ Mt5Credit::Worker::wait_for(sub {
               . "WHERE status IN ('pending', 'claimed')") == 0 }, 30);
 my ($payout_rc, $payout_log) = Mt5Credit::Worker::run($sb, 'payout', '-c',
                                                       $conf, '--once');
-print map { "  $_\n" } grep { /payout wd_/ } split /\n/, $payout_log;
+print map { "  $_\n" } grep { /(payout|refund) wd_/ } split /\n/, $payout_log;
 printf "  %s\n", join(' | ', @$_) for @{ $sb->psql(
     "SELECT c.reference || ' ' || c.status, 'deal ' || c.mt5_deal_ticket, "
     . "'payout ' || p.status || ' ' || p.provider_payout_id, "

@@ -17,9 +17,10 @@
 # by card are requested, prepared and approved by two people, debited in
 # MT5 by the same workers, and sent back the way the money came by
 # `mt5credit payout` rounds: refunds to the deposits first, a payout for
-# the rest (sql/042, 043), to the Stripe double, which declines nothing
-# but times out after paying, drops requests before paying, answers 500
-# after paying and fails its listings.  Stripe's webhooks of our own
+# the rest (sql/042, 043): the refunds to the Stripe double, the payouts
+# to a bank-transfer PSP's double (the generic payout rail); both decline
+# nothing but time out after paying, drop requests before paying, answer
+# 500 after paying and fail their listings.  Stripe's webhooks of our own
 # refunds come back through the edge, duplicated.
 # Then the faults stop, the workers finish, and the checker compares the
 # simulator's ledger with what the provider did:
@@ -33,7 +34,8 @@
 #     paid); our own refunds' webhooks never a second debit;
 #   - reconciliation of the day against the provider's settlement finds
 #     exactly what was injected (the lost webhooks), nothing else; the
-#     payouts' own reconciliation finds nothing.
+#     EUR day's reconciliation at each (Stripe's deposits and refund
+#     legs, the PSP's payouts) finds nothing.
 # It prints a summary and exits 1 on any violation.
 #
 #   perl t/soak/soak.pl [--n 10000] [--seed S] [--workers 2] [--senders 4]
@@ -113,13 +115,27 @@ Mt5Credit::Sandbox::wait_port($api_port, 'stripesim');
 my $api_key_file = $sb->write_file('stripe-api.key', "$api_key\n");
 chmod 0600, $api_key_file;
 
+# the payout legs' rail: a bank-transfer PSP (the generic payout API),
+# paying EUR to the clients' beneficiary tokens
+my $psp_key = 'psp_soak_' . join('', map { ('a' .. 'z')[rand 26] } 1 .. 20);
+my $psp_port = Mt5Credit::Sandbox::free_port();
+$sb->spawn('payoutsim', 'perl', "$FindBin::Bin/../payoutsim/payoutsim.pl",
+           $psp_port, $sb->dir . '/psp.json', $psp_key);
+Mt5Credit::Sandbox::wait_port($psp_port, 'payoutsim');
+my $psp_key_file = $sb->write_file('psp-api.key', "$psp_key\n");
+chmod 0600, $psp_key_file;
+$sb->psql("INSERT INTO mt5credit.payout_currency VALUES ('bank', 'EUR')");
+
 my %wopt = (call_timeout => 2, lease => 11, settle_margin => 1,
             resolve_retry => 1,
             provider_api_url => "http://127.0.0.1:$api_port",
             provider_api_key_file => $api_key_file,
             payout_timeout => 1, payout_lease => 6, payout_margin => 0,
             payout_backoff => 1, payout_recheck => 1,
-            payout_max_lookups => 1000, payout_interval => 1);
+            payout_max_lookups => 1000, payout_interval => 1,
+            payout_rail => 'generic', payout_provider => 'bank',
+            payout_api_url => "http://127.0.0.1:$psp_port",
+            payout_api_key_file => $psp_key_file);
 my $conf = Mt5Credit::Worker::config($sb, 'soak',
     servers => [ [ 'live1', $sim, recon_groups => 'real\\usd, real\\eur' ] ],
     %wopt,
@@ -250,8 +266,8 @@ if ($n_wd) {
         . "w.amount_minor, w.destination FROM (VALUES " . join(',', @vals)
         . ") AS v (i, login, amount) CROSS JOIN LATERAL "
         . "mt5credit.withdrawal_request('alice', 'soak-wd-' || v.i || "
-        . "'-$o{seed}', 'stripe', 'live1', v.login, v.amount, 'EUR', "
-        . "'ba_soak_' || v.i) w", user => 'portal');
+        . "'-$o{seed}', 'bank', 'live1', v.login, v.amount, 'EUR', "
+        . "'bnf_soak_' || v.i) w", user => 'portal');
     @wd = map { { ref => $_->[1], login => $_->[2], amount => $_->[3],
                   dest => $_->[4] } } @$rows;
     my $refs = join ',', map { "'$_->{ref}'" } @wd;
@@ -373,8 +389,11 @@ sub chaos_once {
                  [ refund_list => 'http500' ], [ refund_get => 'http500' ],
                  [], []);
         my %f = @{ $f[rand @f] };
-        $sb->write_file('stripe-api.json.faults',
-                        JSON::PP->new->canonical->encode(\%f));
+        my $j = JSON::PP->new->canonical;
+        my %to_psp = map { $_ => $f{$_} } grep { /^payout_/ } keys %f;
+        my %to_stripe = map { $_ => $f{$_} } grep { !/^payout_/ } keys %f;
+        $sb->write_file('psp.json.faults', $j->encode(\%to_psp));
+        $sb->write_file('stripe-api.json.faults', $j->encode(\%to_stripe));
         my ($fk) = grep { /_(post|list|get)$/ } keys %f;
         $did{'provider ' . ($fk ? "$fk $f{$fk}" : 'healed')}++;
     } elsif ($k eq 'pg') {
@@ -524,7 +543,7 @@ my $n_payout_legs = $n_wd ? $sb->sql1("SELECT count(*) FROM "
     . "l.withdrawal_id AND w.plan_no = l.plan_no WHERE l.kind = 'payout' "
     . "AND w.status = 'approved'") : 0;
 if ($n_wd) {
-    $sb->write_file('stripe-api.json.faults', '{}');
+    $sb->write_file($_, '{}') for 'stripe-api.json.faults', 'psp.json.faults';
     Mt5Credit::Worker::start_cmd($sb, 'payout', 'payout', $conf)
         unless $sb->{pids}{'worker-payout'};
     $payouts_done = Mt5Credit::Worker::wait_for(sub {
@@ -533,7 +552,7 @@ if ($n_wd) {
         && $sb->sql1("SELECT count(*) FROM mt5credit.withdrawal_refund "
                      . "WHERE status <> 'succeeded'") == 0 }, 300);
     for my $po (@{ provider_payouts() }) {
-        $sb->http('POST', '/control/payout', port => $api_port,
+        $sb->http('POST', '/control/payout', port => $psp_port,
                   body => JSON::PP->new->encode({ id => $po->{id},
                                                   status => 'paid' }),
                   headers => [ [ 'Content-Type', 'application/json' ] ]);
@@ -575,7 +594,23 @@ sub provider_book {
     return JSON::PP->new->decode($r->{body});
 }
 
-sub provider_payouts { provider_book()->{payouts} }
+# the PSP's payouts, in the Stripe double's words the checker reads
+sub provider_payouts {
+    my $r = $sb->http('GET', '/control/payouts', port => $psp_port);
+    my $b = JSON::PP->new->decode($r->{body});
+    return [ map { { %$_, amount => $_->{amount_minor},
+                     currency => lc $_->{currency},
+                     destination => $_->{beneficiary},
+                     metadata => { %{ $_->{metadata} || {} },
+                                   mt5credit_reference => $_->{reference} } } }
+             @{ $b->{payouts} } ];
+}
+
+sub provider_posts {
+    my $r = $sb->http('GET', '/control/payouts', port => $psp_port);
+    return sum0(values %{ provider_book()->{posts} },
+                values %{ JSON::PP->new->decode($r->{body})->{posts} });
+}
 
 # the checker's own test: a violation planted behind the system's back
 if ($o{sabotage}) {
@@ -682,7 +717,7 @@ violation("$credits credits for $expected movements")
 my (%paid_out, %refunded, %leg);
 my $book = $n_wd ? provider_book() : { payouts => [], refunds => [] };
 push @{ $paid_out{ $_->{metadata}{mt5credit_reference} // '' } }, $_
-    for @{ $book->{payouts} };
+    for $n_wd ? @{ provider_payouts() } : ();
 push @{ $refunded{ $_->{metadata}{mt5credit_refund} // '' } }, $_
     for @{ $book->{refunds} || [] };
 # the approved plans, each leg with our record of it
@@ -833,47 +868,44 @@ for my $k (sort(keys %found, keys %want)) {
 }
 delete $want{$_} for keys %found;
 
-# the EUR day: the card deposits, the refund legs and the payouts, as
-# the provider's rows x our credits and legs x the MT5 debits
+# the EUR day at each provider, as its rows x our credits and legs x the
+# MT5 debits: the card deposits and the refund legs at Stripe, the payout
+# legs at the bank-transfer PSP
 my ($wrc, $wout) = (0, '');
 if ($n_wd) {
-    my ($sum, $csv, $rows) = (0, '', 0);
     my $now = strftime('%Y-%m-%dT%H:%M:%SZ', gmtime);
-    for my $e (@eur_pay) {
-        $csv .= "g_$e->{pi},payment,$e->{pi},,EUR,"
-              . Mt5Credit::Settlement::major($e->{amount})
-              . ",0,$now,po_batch,\n";
-        $sum += $e->{amount};
-        $rows++;
+    my %file = (stripe => [], bank => []);
+    push @{ $file{stripe} }, [ "g_$_->{pi},payment,$_->{pi},,EUR,"
+        . Mt5Credit::Settlement::major($_->{amount}) . ",0,$now,po_day,",
+        $_->{amount} ] for @eur_pay;
+    push @{ $file{stripe} }, [ "g_$_->{id},refund,$_->{payment_intent},"
+        . "$_->{id},EUR,-" . Mt5Credit::Settlement::major($_->{amount})
+        . ",0,$now,po_day,", -$_->{amount} ] for @{ $book->{refunds} || [] };
+    push @{ $file{bank} }, [ "g_$_->{id},withdrawal,,$_->{id},EUR,-"
+        . Mt5Credit::Settlement::major($_->{amount}) . ",0,"
+        . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime $_->{created})
+        . ",po_day,$_->{metadata}{mt5credit_reference}", -$_->{amount} ]
+        for @{ provider_payouts() };
+    for my $provider (sort keys %file) {
+        my @rows = @{ $file{$provider} };
+        my $sum = sum0(map { $_->[1] } @rows);
+        my $wf = $sb->write_file("soak-$provider-eur.csv", "id,type,"
+            . "payment_id,movement_id,currency,amount,fee,created_at,"
+            . "payout_id,withdrawal_reference\n"
+            . join('', map { "$_->[0]\n" } @rows));
+        my $wc = $sb->write_file("soak-$provider-eur-control.csv",
+            "payout_id,currency,amount,count\npo_day,EUR,"
+            . Mt5Credit::Settlement::major($sum) . "," . @rows . "\n");
+        my ($rc, $out) = Mt5Credit::Worker::run($sb, 'reconcile', '-c',
+            $conf, '--provider', $provider, '--day', $day, '--tz', 'UTC',
+            '--currency', 'EUR', '--format', 'generic', '--settlement', $wf,
+            '--control', $wc, '--window', '0');
+        violation("$provider EUR reconciliation: exit $rc: " . join(' | ',
+                  grep { /^run|mismatch|settled|debited/ } split /\n/, $out))
+            if $rc != 0;
+        $wrc ||= $rc;
+        $wout .= $out;
     }
-    for my $x (@{ $book->{refunds} || [] }) {
-        $csv .= "g_$x->{id},refund,$x->{payment_intent},$x->{id},EUR,-"
-              . Mt5Credit::Settlement::major($x->{amount})
-              . ",0,$now,po_batch,\n";
-        $sum -= $x->{amount};
-        $rows++;
-    }
-    for my $po (@{ provider_payouts() }) {
-        $csv .= "g_$po->{id},withdrawal,,$po->{id},EUR,-"
-              . Mt5Credit::Settlement::major($po->{amount}) . ",0,"
-              . strftime('%Y-%m-%dT%H:%M:%SZ', gmtime $po->{created})
-              . ",po_batch,$po->{metadata}{mt5credit_reference}\n";
-        $sum -= $po->{amount};
-        $rows++;
-    }
-    my $wf = $sb->write_file('soak-payouts.csv', "id,type,payment_id,"
-        . "movement_id,currency,amount,fee,created_at,payout_id,"
-        . "withdrawal_reference\n$csv");
-    my $wc = $sb->write_file('soak-payouts-control.csv', "payout_id,"
-        . "currency,amount,count\npo_batch,EUR,"
-        . Mt5Credit::Settlement::major($sum) . "," . $rows . "\n");
-    ($wrc, $wout) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
-        '--provider', 'stripe', '--day', $day, '--tz', 'UTC',
-        '--currency', 'EUR', '--format', 'generic', '--settlement', $wf,
-        '--control', $wc, '--window', '0');
-    violation("payout reconciliation: exit $wrc: " . join(' | ',
-              grep { /^run|mismatch|settled|debited/ } split /\n/, $wout))
-        if $wrc != 0;
 }
 
 # --- the summary ---------------------------------------------------------------------
@@ -906,10 +938,8 @@ printf "  %-40s %10s\n", 'refund legs (withdrawals with a payout too)',
 printf "  %-40s %10s\n", 'payout legs', $n_payout_legs;
 printf "  %-40s %10s\n", 'our refunds\' webhooks sent back', $n_own_hooks;
 if ($n_wd) {
-    my $book = JSON::PP->new->decode($sb->http('GET', '/control/payouts',
-                                               port => $api_port)->{body});
     printf "  %-40s %10s\n", 'refund and payout POSTs (a key each)',
-           sum0(values %{ $book->{posts} });
+           provider_posts();
     printf "  %-40s %10s\n", 'refunds unknown, then looked up',
            $sb->sql1("SELECT count(DISTINCT refund_id) FROM "
                      . "mt5credit.withdrawal_refund_history WHERE to_status "
@@ -919,7 +949,7 @@ if ($n_wd) {
                      . "mt5credit.payout_history WHERE to_status = "
                      . "'unknown'");
 }
-printf "  %-40s %10s\n", 'payout recon exit', $wrc if $n_wd;
+printf "  %-40s %10s\n", 'EUR recon exit (Stripe, the bank)', $wrc if $n_wd;
 printf "  %-40s %10s\n", 'all settled before the deadline',
        $settled ? 'yes' : 'NO';
 printf "  %-40s %10s\n", 'senders that gave up', $sender_fail;
