@@ -42,8 +42,9 @@
 -- payout is made due for the sender's own status query at once.
 --
 -- payout_after_debit() (018), stripe_facts() (006), standard_facts()
--- (006), ingest_reversal() (006) and withdrawal_progress() (018) are
--- re-declared here: this file holds their current definitions.
+-- (006), ingest_reversal() (006), withdrawal_progress() (018) and
+-- work_status() (021) are re-declared here: this file holds their current
+-- definitions.
 --
 
 -- targets of the executions' composite foreign keys: the leg of the plan
@@ -113,6 +114,9 @@ CREATE TABLE mt5credit.withdrawal_refund (
     provider_status       text    CHECK (length(provider_status) <= 64),
     failure_code          text    CHECK (length(failure_code) <= 128),
     failure_message       text    CHECK (length(failure_message) <= 1000),
+    -- what the client is shown: the card's brand and last four digits,
+    -- as the provider names the refunded charge (never more of it)
+    card_hint             text    CHECK (card_hint ~ '^[a-z_]{1,24} [0-9]{4}$'),
     created_at            timestamptz NOT NULL DEFAULT now(),
     updated_at            timestamptz NOT NULL DEFAULT now(),
 
@@ -236,6 +240,8 @@ BEGIN
         OLD.currency, OLD.account_amount_minor, OLD.created_at)
        OR (OLD.provider_refund_id IS NOT NULL
            AND NEW.provider_refund_id IS DISTINCT FROM OLD.provider_refund_id)
+       OR (OLD.card_hint IS NOT NULL
+           AND NEW.card_hint IS DISTINCT FROM OLD.card_hint)
        OR NEW.attempts < OLD.attempts
     THEN
         RAISE EXCEPTION 'refund %: what it refunds and whom the provider '
@@ -401,7 +407,8 @@ CREATE TYPE mt5credit.refund_item AS (
     withdrawal_reference  text,
     debit_reference       text,
     first_sent_epoch      bigint,
-    deployment_tag        text
+    deployment_tag        text,
+    card_hint             text
 );
 
 CREATE FUNCTION mt5credit.refund_item_of(p_id bigint)
@@ -416,7 +423,8 @@ AS $$
            r.provider, r.payment_key, r.amount_minor, r.currency,
            r.provider_refund_id, w.reference,
            mt5_comment(c.deployment_tag, c.reference),
-           extract(epoch FROM r.first_sent_at)::bigint, r.deployment_tag
+           extract(epoch FROM r.first_sent_at)::bigint, r.deployment_tag,
+           r.card_hint
     FROM withdrawal_refund r
     JOIN withdrawal w ON w.id = r.withdrawal_id
     JOIN mt5_credit c ON c.id = r.debit_credit_id
@@ -624,6 +632,21 @@ BEGIN
     END IF;
     RETURN CASE WHEN p_from = 'succeeded' AND v_to = 'failed' THEN 'returned'
                 ELSE v_to END;
+END
+$$;
+
+
+-- the card the refund went back to, once the provider named it
+CREATE FUNCTION mt5credit.refund_card_hint(p_id bigint, p_hint text)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+AS $$
+BEGIN
+    UPDATE withdrawal_refund SET card_hint = p_hint
+    WHERE id = p_id AND card_hint IS NULL
+      AND status IN ('accepted', 'succeeded');
+    RETURN FOUND;
 END
 $$;
 
@@ -1339,10 +1362,12 @@ AS $$
            ELSE 'processing'
            END,
            l.amount_minor, l.currency,
-           CASE l.kind WHEN 'refund'
-                THEN 'the payment ' || d.reference || ' of '
-                     || to_char(c.created_at, 'YYYY-MM-DD')
-                ELSE w.destination END
+           CASE WHEN l.kind = 'payout' THEN w.destination
+                WHEN r.card_hint IS NOT NULL
+                THEN 'card ' || split_part(r.card_hint, ' ', 1) || ' …'
+                     || split_part(r.card_hint, ' ', 2)
+                ELSE 'the payment ' || d.reference || ' of '
+                     || to_char(c.created_at, 'YYYY-MM-DD') END
     FROM withdrawal w
     JOIN withdrawal_leg l ON l.withdrawal_id = w.id AND l.plan_no = w.plan_no
     LEFT JOIN withdrawal_refund r ON r.withdrawal_id = w.id AND r.leg = l.leg
@@ -1355,6 +1380,69 @@ AS $$
 $$;
 
 
+
+--
+-- 021's work_status(), with the refund legs beside the payouts: an
+-- unknown refund ages in `mt5credit status` and its metrics as a payout
+-- does.
+--
+CREATE OR REPLACE FUNCTION mt5credit.work_status()
+RETURNS TABLE (metric text, kind text, status text, value double precision)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+AS $$
+    SELECT 'credits', c.kind, c.status, count(*)::double precision
+    FROM mt5_credit c GROUP BY c.kind, c.status
+    UNION ALL
+    SELECT 'oldest_age_seconds', NULL, c.status,
+           coalesce(extract(epoch FROM now() - min(c.created_at)), 0)
+    FROM mt5_credit c
+    WHERE c.status IN ('pending', 'claimed', 'unknown')
+    GROUP BY c.status
+    UNION ALL
+    SELECT 'open_cases', k.kind, k.severity, count(*)::double precision
+    FROM "case" k WHERE k.status <> 'resolved'
+    GROUP BY k.kind, k.severity
+    UNION ALL
+    SELECT 'payouts', NULL, p.status, count(*)::double precision
+    FROM payout p GROUP BY p.status
+    UNION ALL
+    SELECT 'payout_oldest_age_seconds', NULL, p.status,
+           coalesce(extract(epoch FROM now() - min(p.created_at)), 0)
+    FROM payout p
+    WHERE p.status IN ('pending', 'sending', 'unknown', 'accepted')
+    GROUP BY p.status
+    UNION ALL
+    SELECT 'refunds', NULL, r.status, count(*)::double precision
+    FROM withdrawal_refund r GROUP BY r.status
+    UNION ALL
+    SELECT 'refund_oldest_age_seconds', NULL, r.status,
+           coalesce(extract(epoch FROM now() - min(r.created_at)), 0)
+    FROM withdrawal_refund r
+    WHERE r.status IN ('pending', 'sending', 'unknown', 'accepted')
+    GROUP BY r.status
+    UNION ALL
+    -- cumulative buckets, as Prometheus histograms are
+    SELECT 'latency_bucket', NULL, b.le,
+           count(l.s) FILTER (WHERE b.le = '+Inf' OR l.s <= b.le::numeric)
+    FROM (VALUES ('0.05'), ('0.1'), ('0.25'), ('0.5'), ('1'), ('2.5'),
+                 ('5'), ('10'), ('30'), ('60'), ('300'), ('+Inf')) AS b (le)
+    LEFT JOIN (SELECT extract(epoch FROM c.updated_at - c.created_at) AS s
+               FROM mt5_credit c
+               WHERE c.created_at > now() - interval '1 hour'
+                 AND c.status = 'done') l ON true
+    GROUP BY b.le
+    UNION ALL
+    SELECT 'latency_sum', NULL, NULL,
+           coalesce(sum(extract(epoch FROM c.updated_at - c.created_at)), 0)
+    FROM mt5_credit c
+    WHERE c.created_at > now() - interval '1 hour' AND c.status = 'done'
+    UNION ALL
+    SELECT 'latency_count', NULL, NULL, count(*)::double precision
+    FROM mt5_credit c
+    WHERE c.created_at > now() - interval '1 hour' AND c.status = 'done'
+$$;
+
 REVOKE ALL ON FUNCTION
     mt5credit.refund_claim(text, text, integer),
     mt5credit.refund_unsent(bigint, integer, text, text, jsonb),
@@ -1362,6 +1450,7 @@ REVOKE ALL ON FUNCTION
     mt5credit.refund_answered(bigint, integer, text, text, text, text, text,
                               text, jsonb, integer, integer),
     mt5credit.refund_declined(bigint, integer, text, text, text, jsonb),
+    mt5credit.refund_card_hint(bigint, text),
     mt5credit.refund_check_due(text, integer, integer, integer),
     mt5credit.refund_absent(bigint, integer, text, jsonb),
     mt5credit.refund_check_failed(bigint, integer, text, text, integer,
@@ -1376,6 +1465,7 @@ GRANT EXECUTE ON FUNCTION
     mt5credit.refund_answered(bigint, integer, text, text, text, text, text,
                               text, jsonb, integer, integer),
     mt5credit.refund_declined(bigint, integer, text, text, text, jsonb),
+    mt5credit.refund_card_hint(bigint, text),
     mt5credit.refund_check_due(text, integer, integer, integer),
     mt5credit.refund_absent(bigint, integer, text, jsonb),
     mt5credit.refund_check_failed(bigint, integer, text, text, integer,

@@ -16,7 +16,8 @@
 #     refund.created/updated/failed; duplicated, out of order, while the
 #     leg is still unknown) debiting MT5 a second time
 #   - a client's own refund after a leg debiting the leg's amount too
-#   - the client told "paid" before every leg has arrived
+#   - the client told "paid" before every leg has arrived, or a failed
+#     leg missing from `mt5credit status`
 #   - a leg's settlement row taken for a refund without a debit, or paired
 #     with a client's own refund; a leg settled for another amount, or
 #     while we hold it failed; a debit whose legs did not all settle
@@ -192,6 +193,9 @@ sub wait_debit {
 
 my $old = deposit(71801, 10000);
 my $new = deposit(71801, 25000);
+# the older payment was made with another card
+@{ $payments{ $old->{pi} } }{qw(brand last4)} = ('mastercard', '5555');
+$sb->write_file('stripe.json', $json->encode(\%payments));
 my ($r1, $w1) = withdraw(71801, 30000);
 is(progress_legs($r1), 'refund processing 25000 USD, refund processing 5000 '
    . 'USD', 'the client sees the two legs of the approved plan');
@@ -224,6 +228,10 @@ like($l1->{key}, qr/^mt5credit-refund-$w1-1$/, '... mt5credit-refund-<wd>-<leg>'
 is(progress($r1), 'paid', 'the client sees "paid"');
 is(progress_legs($r1), 'refund refunded 25000 USD, refund refunded 5000 USD',
    '... and each leg refunded');
+is($sb->sql1("SELECT string_agg(destination, ', ' ORDER BY leg) FROM "
+             . "mt5credit.withdrawal_progress_legs('alice', '$r1')",
+             user => 'portal'), 'card visa …4242, card mastercard …5555',
+   '... to the card of each payment, as the refunded charge names it');
 
 # --- the trap: our own refunds come back as webhooks -------------------------
 
@@ -550,6 +558,16 @@ $st->stop_worker('w1');
     is($sb->sql1("SELECT n FROM mt5credit.recon_count WHERE run_id = "
                  . ($run // 0) . " AND dimension = 'matched' AND name = "
                  . "'refund'"), 1, "... and the client's own refund is too");
+}
+
+{
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--database',
+        'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=worker',
+        '--prometheus');
+    my $failed = $sb->sql1("SELECT count(*) FROM mt5credit.withdrawal_refund "
+                           . "WHERE status = 'failed'");
+    like($out, qr/^mt5credit_refunds\{status="failed"\} $failed$/m,
+         "mt5credit status counts the refund legs by status ($failed failed)");
 }
 
 like($said, qr{POST /v1/refunds}, 'the sender logged its refunds');

@@ -14,7 +14,7 @@
 #   - the tag changing or vanishing once set, or a bad one being set
 #   - reconciliation reading this deployment's tagged deals as foreign:
 #     stored untagged beside the comment MT5 holds; another's keep theirs
-#   - a payout of this deployment sent under an untagged key
+#   - a refund leg or payout of this deployment sent under an untagged key
 
 use strict;
 use warnings;
@@ -157,7 +157,7 @@ is(($untagged =~ /^untagged (.*)$/m)[0],
    'dep:5=prod:dep:5 stg:dep:5=stg:dep:5 dep:5=dep:5',
    'a deal of ours is compared untagged; another deployment\'s keeps its tag');
 
-# --- a payout key and its debit's comment carry the tag ------------------------------
+# --- a refund or payout key and its debit's comment carry the tag ------------------
 
 {
     my $ref = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
@@ -173,11 +173,13 @@ is(($untagged =~ /^untagged (.*)$/m)[0],
                           . "WHERE withdrawal_id = $wid");
     ok($st->wait_status($debit, 'done', 15), 'a withdrawal debit is done');
     is(comments_of("wd:$wid"), "prod:wd:$wid", '... its deal says prod:wd:N');
+    # (the login's deposits take it all: it goes back as a refund leg,
+    # sql/043; t/16 has the tagged payout key)
     is($sb->sql1("SELECT i.idempotency_key || ' ' || i.debit_reference || ' ' "
-                 . "|| i.deployment_tag FROM mt5credit.payout p, "
-                 . "mt5credit.payout_item_of(p.id) i WHERE p.withdrawal_id = "
-                 . $wid), "mt5credit-prod-payout-$wid prod:wd:$wid prod",
-       '... and its payout is sent under a tagged key, naming the tag');
+                 . "|| i.deployment_tag FROM mt5credit.withdrawal_refund r, "
+                 . "mt5credit.refund_item_of(r.id) i WHERE r.withdrawal_id = "
+                 . $wid), "mt5credit-prod-refund-$wid-1 prod:wd:$wid prod",
+       '... and its refund leg is sent under a tagged key, naming the tag');
 }
 
 is_deeply([ $sb->log_problems ], [], 'nginx logged no alert or crash');

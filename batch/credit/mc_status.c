@@ -50,6 +50,12 @@ static const mc_status_metric_t  mc_status_metrics[] = {
       "Age of the oldest payout in a status still open.", NULL, "status" },
     { "payouts", "mt5credit_payouts", "mt5credit_payouts", "gauge",
       "Payouts of withdrawals by status.", NULL, "status" },
+    { "refund_oldest_age_seconds", "mt5credit_refund_oldest_age_seconds",
+      "mt5credit_refund_oldest_age_seconds", "gauge",
+      "Age of the oldest refund leg in a status still open.", NULL,
+      "status" },
+    { "refunds", "mt5credit_refunds", "mt5credit_refunds", "gauge",
+      "Refund legs of withdrawals by status.", NULL, "status" },
     { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 

@@ -49,6 +49,7 @@ typedef struct {
     char      withdrawal[32];
     char      debit_reference[48];
     char      deployment[16];
+    int       has_card;          /* the card is named already */
 } mc_refund_item_t;
 
 
@@ -57,6 +58,7 @@ typedef struct {
     char      id[256];
     char      status[32];
     char      failure_code[128];
+    char      charge[256];       /* the refunded charge, or "" */
 } mc_refund_seen_t;
 
 
@@ -78,6 +80,8 @@ static void mc_refund_check_failed(mc_sender_t *s, mc_refund_item_t *it,
     const char *kind, const char *why);
 static void mc_refund_to(mc_sender_t *s, mc_refund_item_t *it,
     const char *fn, const char *to, json_t *detail);
+static void mc_refund_card(mc_sender_t *s, mc_refund_item_t *it,
+    const char *charge);
 
 
 int
@@ -198,6 +202,7 @@ mc_refund_items(mc_sender_t *s, const char *sql, int n, const char **params,
                  PQgetvalue(res, i, 11));
         snprintf(it->deployment, sizeof(it->deployment), "%s",
                  PQgetvalue(res, i, 13));
+        it->has_card = !PQgetisnull(res, i, 14);
     }
 
     PQclear(res);
@@ -554,6 +559,14 @@ mc_refund_match(const mc_refund_item_t *it, json_t *o, mc_refund_seen_t *seen)
     snprintf(seen->failure_code, sizeof(seen->failure_code), "%s",
              code != NULL ? code : "");
 
+    code = json_string_value(json_object_get(o, "charge"));
+    if (code != NULL && strlen(code) < sizeof(seen->charge)
+        && strspn(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                        "0123456789_") == strlen(code))
+    {
+        snprintf(seen->charge, sizeof(seen->charge), "%s", code);
+    }
+
     if (strcmp(status, "pending") != 0
         && strcmp(status, "requires_action") != 0
         && strcmp(status, "succeeded") != 0 && strcmp(status, "failed") != 0
@@ -614,10 +627,65 @@ mc_refund_answered(mc_sender_t *s, mc_refund_item_t *it, const char *from,
         } else {
             mc_log(MC_LOG_INFO, "refund %s: %s (%s at the provider, %s)",
                    it->reference, out, seen->id, seen->status);
+
+            if (!it->has_card && seen->charge[0] != '\0') {
+                mc_refund_card(s, it, seen->charge);
+            }
         }
     }
 
     free(d);
+}
+
+
+/*
+ * The card the money went back to, for the client's view of the leg: its
+ * brand and last four digits, as the refunded charge names them.  Once;
+ * a failure here changes nothing about the refund.
+ */
+static void
+mc_refund_card(mc_sender_t *s, mc_refund_item_t *it, const char *charge)
+{
+    char              path[512], hint[48], id[24];
+    json_t           *doc, *card;
+    const char       *pay, *brand, *last4, *params[2];
+    mc_papi_answer_t  a;
+
+    snprintf(path, sizeof(path), "/v1/charges/%s", charge);
+
+    if (mc_papi_get(&s->api, path, &a) != 0 || a.status != 200) {
+        mc_papi_answer_free(&a);
+        mc_log(MC_LOG_INFO, "refund %s: the charge %s was not answered for: "
+               "the card is not named", it->reference, charge);
+        return;
+    }
+
+    doc = json_loadb(a.data != NULL ? a.data : "", a.len, 0, NULL);
+    mc_papi_answer_free(&a);
+
+    pay = json_string_value(json_object_get(doc, "payment_intent"));
+    card = json_object_get(json_object_get(doc, "payment_method_details"),
+                           "card");
+    brand = json_string_value(json_object_get(card, "brand"));
+    last4 = json_string_value(json_object_get(card, "last4"));
+
+    if (pay == NULL || strcmp(pay, it->payment) != 0 || brand == NULL
+        || last4 == NULL || strlen(last4) != 4
+        || strspn(last4, "0123456789") != 4 || strlen(brand) > 24
+        || strspn(brand, "abcdefghijklmnopqrstuvwxyz_") != strlen(brand))
+    {
+        json_decref(doc);
+        return;
+    }
+
+    snprintf(hint, sizeof(hint), "%s %s", brand, last4);
+    json_decref(doc);
+
+    snprintf(id, sizeof(id), "%" PRId64, it->id);
+    params[0] = id;
+    params[1] = hint;
+    mc_sender_call(s, "refund", "refund_card_hint", "SELECT mt5credit."
+                   "refund_card_hint($1, $2)", 2, params, NULL, 0);
 }
 
 

@@ -47,6 +47,7 @@
 # Their faults: "refund_post" (the payout_post modes), "refund_delay",
 # "refund_list": "http500" | "more_lie", "refund_get": "http500", and
 # "refund_status": the status a new refund has (default succeeded).
+# GET /v1/charges/ch_of_<pi> is the charge a refund names, with its card.
 # POST /control/refund {"id", "status", "failure_reason"} settles one.
 #
 #   stripesim.pl PORT STATE.json KEY
@@ -107,6 +108,8 @@ sub answer {
         if $method eq 'GET' && $path =~ m{^/v1/refunds/([A-Za-z0-9_]+)$};
     return refund_list($c, $1)
         if $method eq 'GET' && $path =~ m{^/v1/refunds(?:\?(.*))?$};
+    return charge_get($c, $1)
+        if $method eq 'GET' && $path =~ m{^/v1/charges/ch_of_(pi_[A-Za-z0-9_]+)$};
     my ($kind, $id) =
         $path =~ m{^/v1/(checkout/sessions|payment_intents)/([A-Za-z0-9_]+)$};
     return reply($c, 404, { error => { message => 'No such route' } })
@@ -441,4 +444,17 @@ sub control_refund {
         return $r;
     });
     return $r ? reply($c, 200, $r) : reply($c, 404, { error => 'no such refund' });
+}
+
+# the charge of a PaymentIntent the refunds were made on: its card, as
+# STATE.json's entry names it ("brand", "last4"; visa 4242 by default)
+sub charge_get {
+    my ($c, $pi) = @_;
+    my $e = payment_entry($pi);
+    return reply($c, 200, { id => "ch_of_$pi", object => 'charge',
+        payment_intent => $pi, amount => $e->{amount},
+        currency => lc($e->{currency} // 'usd'),
+        payment_method_details => { type => 'card',
+            card => { brand => $e->{brand} // 'visa',
+                      last4 => $e->{last4} // '4242' } } });
 }
