@@ -42,9 +42,9 @@
 -- payout is made due for the sender's own status query at once.
 --
 -- payout_after_debit() (018), stripe_facts() (006), standard_facts()
--- (006), ingest_reversal() (006), withdrawal_progress() (018) and
--- work_status() (021) are re-declared here: this file holds their current
--- definitions.
+-- (006), ingest_reversal() (006), withdrawal_progress() (018),
+-- work_status() (021) and deposit_refund_state() (027) are re-declared
+-- here: this file holds their current definitions.
 --
 
 -- targets of the executions' composite foreign keys: the leg of the plan
@@ -1441,6 +1441,54 @@ AS $$
     SELECT 'latency_count', NULL, NULL, count(*)::double precision
     FROM mt5_credit c
     WHERE c.created_at > now() - interval '1 hour' AND c.status = 'done'
+$$;
+
+
+--
+-- 027's deposit_refund_state() (the return page), with the withdrawals'
+-- refund legs: a deposit given back by a withdrawal reads refunded too.
+-- A leg counts once it is sent and not failed; it is settled when it
+-- succeeded.  Amounts in the currency paid, as in 027.
+--
+CREATE OR REPLACE FUNCTION mt5credit.deposit_refund_state(p_client_id text,
+    p_reference text)
+RETURNS TABLE (reference text, refund_state text, refunded_minor bigint,
+               open_count integer)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+AS $$
+    WITH d AS (
+        SELECT d.id, d.reference, d.amount_minor FROM deposit d
+        WHERE d.client_id = p_client_id AND d.reference = p_reference
+    ), back AS (
+        SELECT r.deposit_id,
+               CASE r.direction WHEN 'debit' THEN r.paid_amount_minor
+                                ELSE -r.paid_amount_minor END AS amount,
+               r.status = 'done' AS settled
+        FROM mt5_credit r
+        WHERE r.deposit_id IN (SELECT id FROM d)
+          AND r.kind IN ('refund', 'chargeback')
+        UNION ALL
+        SELECT c.deposit_id, wr.amount_minor, wr.status = 'succeeded'
+        FROM withdrawal_refund wr
+        JOIN mt5_credit c ON c.id = wr.credit_id
+        WHERE c.deposit_id IN (SELECT id FROM d)
+          AND wr.status IN ('sending', 'unknown', 'accepted', 'succeeded')
+    )
+    SELECT d.reference,
+           CASE
+           WHEN count(b.deposit_id) = 0 THEN 'none'
+           WHEN count(b.deposit_id) FILTER (WHERE NOT b.settled) > 0
+           THEN 'refunding'
+           WHEN coalesce(sum(b.amount), 0) >= d.amount_minor THEN 'refunded'
+           WHEN coalesce(sum(b.amount), 0) > 0 THEN 'partially_refunded'
+           ELSE 'none'
+           END,
+           coalesce(sum(b.amount) FILTER (WHERE b.settled), 0)::bigint,
+           (count(b.deposit_id) FILTER (WHERE NOT b.settled))::integer
+    FROM d
+    LEFT JOIN back b ON b.deposit_id = d.id
+    GROUP BY d.id, d.reference, d.amount_minor
 $$;
 
 REVOKE ALL ON FUNCTION

@@ -228,6 +228,13 @@ like($l1->{key}, qr/^mt5credit-refund-$w1-1$/, '... mt5credit-refund-<wd>-<leg>'
 is(progress($r1), 'paid', 'the client sees "paid"');
 is(progress_legs($r1), 'refund refunded 25000 USD, refund refunded 5000 USD',
    '... and each leg refunded');
+is(join(', ', map { $sb->sql1("SELECT refund_state || ' ' || refunded_minor "
+    . "FROM mt5credit.deposit_refund_state('alice', '"
+    . $sb->sql1("SELECT d.reference FROM mt5credit.deposit d JOIN "
+                . "mt5credit.mt5_credit c ON c.deposit_id = d.id WHERE "
+                . "c.id = $_->{credit}") . "')", user => 'portal') }
+         $new, $old), 'refunded 25000, partially_refunded 5000',
+   "the deposits' return page reads them refunded by the withdrawal");
 is($sb->sql1("SELECT string_agg(destination, ', ' ORDER BY leg) FROM "
              . "mt5credit.withdrawal_progress_legs('alice', '$r1')",
              user => 'portal'), 'card visa …4242, card mastercard …5555',
