@@ -43,8 +43,8 @@
 --
 -- payout_after_debit() (018), stripe_facts() (006), standard_facts()
 -- (006), ingest_reversal() (006), withdrawal_progress() (018),
--- work_status() (021) and deposit_refund_state() (027) are re-declared
--- here: this file holds their current definitions.
+-- work_status() (021), deposit_refund_state() (027) and withdrawal_show()
+-- (042) are re-declared here: this file holds their current definitions.
 --
 
 -- targets of the executions' composite foreign keys: the leg of the plan
@@ -1489,6 +1489,62 @@ AS $$
     FROM d
     LEFT JOIN back b ON b.deposit_id = d.id
     GROUP BY d.id, d.reference, d.amount_minor
+$$;
+
+
+--
+-- 042's withdrawal_show() for the desk, with each leg as it was sent.
+--
+CREATE OR REPLACE FUNCTION mt5credit.withdrawal_show(p_reference text)
+RETURNS jsonb
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+AS $$
+    SELECT jsonb_build_object(
+        'reference', w.reference, 'status', w.status,
+        'client_id', w.client_id, 'provider', w.provider,
+        'mt5_server', w.mt5_server, 'mt5_login', w.mt5_login,
+        'amount_minor', w.amount_minor, 'currency', w.currency,
+        'destination', w.destination, 'created_at', w.created_at,
+        'prepared_by', w.prepared_by, 'prepared_at', w.prepared_at,
+        'prepared_digest', w.prepared_digest,
+        'approved_by', w.approved_by, 'approved_at', w.approved_at,
+        'note', w.note, 'plan_no', w.plan_no,
+        'plan', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                'leg', l.leg, 'kind', l.kind, 'provider', l.provider,
+                'payment', l.payment_key, 'amount_minor', l.amount_minor,
+                'currency', l.currency,
+                'account_amount_minor', l.account_amount_minor,
+                'fx_rate', l.fx_rate) ORDER BY l.leg)
+            FROM withdrawal_leg l
+            WHERE l.withdrawal_id = w.id AND l.plan_no = w.plan_no), '[]'),
+        'debit', (SELECT jsonb_build_object('reference', c.reference,
+                                            'status', c.status,
+                                            'deal', c.mt5_deal_ticket)
+                  FROM mt5_credit c
+                  WHERE c.withdrawal_id = w.id AND c.kind = 'withdrawal'),
+        -- each leg as sent: where it is, under which key, what the
+        -- provider calls it
+        'sent', coalesce((SELECT jsonb_agg(x.o ORDER BY x.leg)
+            FROM (SELECT r.leg, jsonb_build_object('leg', r.leg,
+                         'kind', 'refund', 'reference', r.reference,
+                         'status', r.status, 'attempts', r.attempts,
+                         'idempotency_key', r.idempotency_key,
+                         'provider_id', r.provider_refund_id,
+                         'card', r.card_hint,
+                         'failure_code', r.failure_code) AS o
+                  FROM withdrawal_refund r WHERE r.withdrawal_id = w.id
+                  UNION ALL
+                  SELECT coalesce(p.leg, 1), jsonb_build_object(
+                         'leg', p.leg, 'kind', 'payout',
+                         'reference', p.reference, 'status', p.status,
+                         'attempts', p.attempts,
+                         'idempotency_key', p.idempotency_key,
+                         'provider_id', p.provider_payout_id,
+                         'failure_code', p.failure_code)
+                  FROM payout p WHERE p.withdrawal_id = w.id) x), '[]'))
+    FROM withdrawal w
+    WHERE w.reference = p_reference
 $$;
 
 REVOKE ALL ON FUNCTION

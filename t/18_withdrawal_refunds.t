@@ -577,6 +577,19 @@ $st->stop_worker('w1');
          "mt5credit status counts the refund legs by status ($failed failed)");
 }
 
+{
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'withdrawals', '--database',
+        'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit '
+        . 'user=ops_bob', 'show', $sb->sql1("SELECT reference FROM "
+        . "mt5credit.withdrawal WHERE id = $wd{failed_later}"));
+    my ($sent) = $out =~ /"sent": \[(.*?)\]/s;
+    ok(($sent // '') =~ /"status": "failed"/
+       && $sent =~ /"failure_code": "expired_or_canceled_card"/
+       && $sent =~ /"card": "visa 4242"/,
+       '`mt5credit withdrawals show` gives each leg as sent: failed, why, '
+       . 'and to which card') or diag $out;
+}
+
 like($said, qr{POST /v1/refunds}, 'the sender logged its refunds');
 unlike($said . Mt5Credit::Worker::log_of($sb, 'w1'), qr/\Q$KEY\E/,
        'the API key is in no log');
