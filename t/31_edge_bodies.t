@@ -7,7 +7,10 @@
 #   - a timestamp outside the tolerance, either way, being accepted
 #   - a body over client_max_body_size reaching the handler (413, also
 #     chunked), or any method but POST (405 with Allow: POST)
-#   - a signed body that is not an event (empty, array) being stored
+#   - a signed body that is not an event (empty, array) being stored as
+#     one, or lost: it is kept as malformed, answered 400
+#   - a body nested past the parser's stack answered 503 (retried for
+#     ever): it can never parse, so it is malformed
 #   - a delivery signed with the second of two rotated secrets refused
 
 use strict;
@@ -165,6 +168,26 @@ like($res->{body}, qr/"outcome":"credit_created"/, 'and creates a credit');
            "a signed body that is not an event ('$not_event') is refused");
     }
     is(counts(), $before, 'none of that stored anything');
+    is($sb->sql1("SELECT count(*) FROM mt5credit.webhook_malformed"), 4,
+       '... as an event: the four signed non-events are kept as malformed, '
+       . 'the empty one too');
+
+    # nested past the parser's stack: can never parse, so never 503
+    my $deep = '{"id": "evt_deep", "a": ' . ('[' x 60000) . (']' x 60000)
+             . '}';
+    for my $try (1, 2) {
+        $res = post('/webhooks/stripe', $deep);
+        is("$res->{status} $res->{body}", '400 {"error":"malformed_body"}',
+           "a signed body nested 60,000 deep is refused as malformed, "
+           . "delivery $try (not 503: it can never pass)");
+    }
+    is($sb->sql1("SELECT deliveries || ' ' || (body_sha256 = sha256("
+                 . "convert_to('$deep', 'UTF8'))) || ' ' || (reason LIKE "
+                 . "'body is JSON past what can be parsed%') FROM "
+                 . "mt5credit.webhook_malformed WHERE length(raw_body) = "
+                 . length($deep)), '2 true true',
+       '... kept once with its exact bytes, the reason and both deliveries');
+    is(counts(), $before, '... and no event or credit came of it');
 }
 
 # --- the clock -------------------------------------------------------------
