@@ -667,8 +667,12 @@ ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *host,
  * The server enforces the query timeout too (statement_timeout), so a
  * statement the module gave up on (and answered 503 for) is cancelled and
  * rolled back there too, instead of running on unobserved.  Whichever
- * side notices first, the request gets the same 503.  The user's own
- * "options" come first.
+ * side notices first, the request gets the same 503.
+ *
+ * And a 200 is sent only after COMMIT, which means a durable commit only
+ * with synchronous_commit on: a role's or database's "off" would let a
+ * crash lose an event already answered 200.  The user's own "options"
+ * come first, so ours win.
  */
 
 static char *
@@ -679,7 +683,7 @@ ngx_mt5_credit_pg_options(ngx_conf_t *cf, ngx_mt5_credit_main_conf_t *mcf)
     ngx_uint_t   i;
 
     len = mcf->pg_options.len + sizeof(" -c statement_timeout=") - 1
-          + NGX_INT_T_LEN + 1;
+          + NGX_INT_T_LEN + sizeof(" -c synchronous_commit=on") - 1 + 1;
 
     p = ngx_pnalloc(cf->pool, len);
     if (p == NULL) {
@@ -696,7 +700,8 @@ ngx_mt5_credit_pg_options(ngx_conf_t *cf, ngx_mt5_credit_main_conf_t *mcf)
         *p++ = ' ';
     }
 
-    p = ngx_sprintf(p, "-c statement_timeout=%M", mcf->pg_query_timeout);
+    p = ngx_sprintf(p, "-c statement_timeout=%M -c synchronous_commit=on",
+                    mcf->pg_query_timeout);
     *p = '\0';
 
     return NGX_CONF_OK;
