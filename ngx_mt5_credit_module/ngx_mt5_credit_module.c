@@ -51,6 +51,8 @@ static char *ngx_mt5_credit_load_secrets(ngx_conf_t *cf,
 static void ngx_mt5_credit_cleanse_keys(void *data);
 static char *ngx_mt5_credit_check_key(ngx_conf_t *cf, void *post,
     void *data);
+static char *ngx_mt5_credit_check_timeout(ngx_conf_t *cf, void *post,
+    void *data);
 
 
 static ngx_conf_num_bounds_t  ngx_mt5_credit_pool_size_bounds = {
@@ -67,6 +69,11 @@ static ngx_conf_num_bounds_t  ngx_mt5_credit_max_requests_bounds = {
 
 static ngx_conf_post_t  ngx_mt5_credit_key_post = {
     ngx_mt5_credit_check_key
+};
+
+/* a timeout of 0 would make every webhook a 503 */
+static ngx_conf_post_t  ngx_mt5_credit_timeout_post = {
+    ngx_mt5_credit_check_timeout
 };
 
 
@@ -98,28 +105,28 @@ static ngx_command_t  ngx_mt5_credit_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_mt5_credit_main_conf_t, pg_queue_timeout),
-      NULL },
+      &ngx_mt5_credit_timeout_post },
 
     { ngx_string("mt5_credit_postgres_connect_timeout"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_mt5_credit_main_conf_t, pg_connect_timeout),
-      NULL },
+      &ngx_mt5_credit_timeout_post },
 
     { ngx_string("mt5_credit_postgres_query_timeout"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_mt5_credit_main_conf_t, pg_query_timeout),
-      NULL },
+      &ngx_mt5_credit_timeout_post },
 
     { ngx_string("mt5_credit_postgres_idle_timeout"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_mt5_credit_main_conf_t, pg_idle_timeout),
-      NULL },
+      &ngx_mt5_credit_timeout_post },
 
     { ngx_string("mt5_credit_postgres_max_requests"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -154,7 +161,7 @@ static ngx_command_t  ngx_mt5_credit_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_mt5_credit_main_conf_t, redis_timeout),
-      NULL },
+      &ngx_mt5_credit_timeout_post },
 
     { ngx_string("mt5_credit_webhook"),
       NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
@@ -336,6 +343,26 @@ ngx_mt5_credit_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_mt5_credit_loc_conf_t *prev = parent;
     ngx_mt5_credit_loc_conf_t *conf = child;
 
+    ngx_http_core_loc_conf_t  *clcf;
+
+    /*
+     * An "if" in a webhook location keeps the location's handler but
+     * gets configuration of its own, without the provider: every
+     * delivery would fail.  (limit_except only refuses methods.)
+     */
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (prev->provider.len != 0 && conf->provider.len == 0
+        && clcf->noname && !clcf->lmt_excpt)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"if\" inside the \"mt5_credit_webhook\" location "
+                      "of %V:%ui is not supported: the block would lose "
+                      "the provider; use a location of its own",
+                      &prev->conf_file, prev->conf_line);
+        return NGX_CONF_ERROR;
+    }
+
     ngx_conf_merge_ptr_value(conf->sig, prev->sig, NULL);
     ngx_conf_merge_str_value(conf->secret_file, prev->secret_file, "");
     ngx_conf_merge_sec_value(conf->tolerance, prev->tolerance, 300);
@@ -500,6 +527,13 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     opts = PQconninfoParse(conninfo, &err);
     if (opts == NULL) {
+        /* libpq's message ends in a newline: one line, then the place */
+        for (i = 0; err != NULL && err[i] != '\0'; i++) {
+            if (err[i] == '\n' || err[i] == '\r') {
+                err[i] = (err[i + 1] == '\0') ? '\0' : ' ';
+            }
+        }
+
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid libpq conninfo: %s",
                            err ? err : "out of memory");
@@ -795,6 +829,19 @@ ngx_mt5_credit_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     mcf->redis_host.data[host.len] = '\0';
     mcf->redis_host.len = host.len;
     mcf->redis_port = port;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_mt5_credit_check_timeout(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_msec_t  *ms = data;
+
+    if (*ms == 0) {
+        return "must be more than 0";
+    }
 
     return NGX_CONF_OK;
 }

@@ -7,6 +7,9 @@
 #   - a webhook location without a scheme, a secret, or a database
 #   - a PostgreSQL or Redis host name that would block the worker on DNS
 #   - a secret file that is missing, empty, or not valid for its scheme
+#   - a timeout of 0 (every webhook a 503), an "if" in a webhook location
+#     (every delivery loses its provider), a conninfo error split from
+#     its place
 
 use strict;
 use warnings;
@@ -144,6 +147,36 @@ fails_like('bad provider name',
 fails_like('bad conninfo',
            config(pg => 'mt5_credit_postgres "host=127.0.0.1 port";'),
            qr/invalid libpq conninfo/, 'host=127.0.0.1 port');
+{
+    my $conf = config(pg => 'mt5_credit_postgres "host=127.0.0.1 port";');
+    my (undef, $out) = $sb->nginx_test_config($conf);
+    my $line = line_of($conf, 'host=127.0.0.1 port');
+    like($out, qr/invalid libpq conninfo: [^\n]*\S in \S+test\.conf:$line\b/,
+         'bad conninfo: the reason and the place on one line') or diag($out);
+}
+
+for my $t (qw(mt5_credit_postgres_query_timeout
+              mt5_credit_postgres_connect_timeout
+              mt5_credit_postgres_queue_timeout
+              mt5_credit_postgres_idle_timeout mt5_credit_redis_timeout)) {
+    fails_like("$t 0 (every webhook a 503)",
+               config(http => "$t 0;"),
+               qr/"$t" directive must be more than 0/, "$t 0;");
+}
+
+fails_like('an "if" in the webhook location (it would lose the provider)',
+           config(loc => "mt5_credit_webhook stripe;\n"
+                       . "            mt5_credit_signature stripe;\n"
+                       . "            mt5_credit_secret_file $stripe;\n"
+                       . "            if (\$request_method = PUT) { }"),
+           qr/"if" inside the "mt5_credit_webhook" location of \S+test\.conf:\d+ is not supported/);
+($ok, $out) = $sb->nginx_test_config(config(
+    loc => "mt5_credit_webhook stripe;\n"
+         . "            mt5_credit_signature stripe;\n"
+         . "            mt5_credit_secret_file $stripe;\n"
+         . "            limit_except POST { deny all; }"));
+ok($ok, '... while limit_except, which only refuses methods, passes')
+    or diag($out);
 
 fails_like('database host needing DNS',
            config(pg => 'mt5_credit_postgres "host=db.example.com dbname=x";'),
