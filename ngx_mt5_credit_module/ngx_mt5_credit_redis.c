@@ -38,9 +38,16 @@ struct ngx_mt5_credit_redis_s {
     ngx_event_t                   deadline;
     ngx_msec_t                    backoff;
     ngx_uint_t                    pending;
+    ngx_uint_t                    missed;      /* since the last line */
+    ngx_msec_t                    missed_logged;
+    unsigned                      missed_once:1;
     unsigned                      connected:1;
     unsigned                      exiting:1;
 };
+
+
+/* an outage is one log line a second, with the count, not one a request */
+#define NGX_MT5_CREDIT_REDIS_LOG_EVERY  1000
 
 
 static void ngx_mt5_credit_redis_connect(ngx_mt5_credit_redis_t *redis);
@@ -61,6 +68,8 @@ static void ngx_mt5_credit_redis_del_read(void *privdata);
 static void ngx_mt5_credit_redis_add_write(void *privdata);
 static void ngx_mt5_credit_redis_del_write(void *privdata);
 static void ngx_mt5_credit_redis_cleanup(void *privdata);
+static void ngx_mt5_credit_redis_missed(ngx_mt5_credit_redis_t *redis,
+    ngx_log_t *log, const char *why, int64_t credit_id);
 
 
 /* told apart in the reply callback: only an LPUSH counts as a wake-up */
@@ -124,18 +133,15 @@ ngx_mt5_credit_redis_wake(ngx_mt5_credit_redis_t *redis, int64_t credit_id,
 
     if (ac == NULL) {
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REDIS_ERROR);
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "mt5_credit: Redis unavailable, credit %L waits for "
-                      "the workers' poll", credit_id);
+        ngx_mt5_credit_redis_missed(redis, log, "Redis unavailable",
+                                    credit_id);
         return;
     }
 
     if (redis->pending + 2 > mcf->redis_queue_max) {
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REDIS_ERROR);
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "mt5_credit: %ui Redis commands unanswered, credit %L "
-                      "waits for the workers' poll", redis->pending,
-                      credit_id);
+        ngx_mt5_credit_redis_missed(redis, log, "Redis commands unanswered",
+                                    credit_id);
         return;
     }
 
@@ -150,9 +156,8 @@ ngx_mt5_credit_redis_wake(ngx_mt5_credit_redis_t *redis, int64_t credit_id,
         != REDIS_OK)
     {
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REDIS_ERROR);
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "mt5_credit: Redis refused the wake-up for credit %L",
-                      credit_id);
+        ngx_mt5_credit_redis_missed(redis, log, "Redis refused the wake-up",
+                                    credit_id);
         return;
     }
 
@@ -437,16 +442,25 @@ ngx_mt5_credit_redis_on_reply(redisAsyncContext *ac, void *r, void *privdata)
 
     redis->pending--;
 
-    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        ngx_mt5_credit_count(redis->mcf, NGX_MT5_CREDIT_STAT_REDIS_ERROR);
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, redis->log, 0,
+                      "mt5_credit: Redis error: %s", reply->str);
+    }
 
-        if (reply != NULL) {
-            ngx_log_error(NGX_LOG_ERR, redis->log, 0,
-                          "mt5_credit: Redis error: %s", reply->str);
+    /*
+     * A wake-up is its LPUSH: counted once, sent or lost.  Its LTRIM only
+     * bounds the list, and a dropped connection answers both with NULL.
+     */
+    if (privdata == &ngx_mt5_credit_redis_push) {
+        if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+            ngx_mt5_credit_count(redis->mcf, NGX_MT5_CREDIT_STAT_REDIS_ERROR);
+            ngx_mt5_credit_redis_missed(redis, redis->log,
+                                        "Redis lost the wake-up", -1);
+
+        } else {
+            ngx_mt5_credit_count(redis->mcf,
+                                 NGX_MT5_CREDIT_STAT_REDIS_WAKEUP);
         }
-
-    } else if (privdata == &ngx_mt5_credit_redis_push) {
-        ngx_mt5_credit_count(redis->mcf, NGX_MT5_CREDIT_STAT_REDIS_WAKEUP);
     }
 
     if (redis->pending == 0) {
@@ -537,4 +551,43 @@ ngx_mt5_credit_redis_cleanup(void *privdata)
     }
 
     ngx_close_connection(c);
+}
+
+
+/*
+ * A wake-up that could not be sent, or was lost with its connection
+ * (credit_id -1: the reply callback does not know it): the credit waits
+ * for the workers' poll.  Under an outage every request would say so; one line a second
+ * says how many since the last.
+ */
+static void
+ngx_mt5_credit_redis_missed(ngx_mt5_credit_redis_t *redis, ngx_log_t *log,
+    const char *why, int64_t credit_id)
+{
+    redis->missed++;
+
+    if (redis->missed_once
+        && ngx_current_msec - redis->missed_logged
+           < NGX_MT5_CREDIT_REDIS_LOG_EVERY)
+    {
+        return;
+    }
+
+    if (credit_id >= 0) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "mt5_credit: %s: %ui wake-up%s since the last line "
+                      "wait for the workers' poll (the latest: credit %L)",
+                      why, redis->missed, redis->missed == 1 ? "" : "s",
+                      credit_id);
+
+    } else {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "mt5_credit: %s: %ui wake-up%s since the last line "
+                      "wait for the workers' poll", why, redis->missed,
+                      redis->missed == 1 ? "" : "s");
+    }
+
+    redis->missed = 0;
+    redis->missed_logged = ngx_current_msec;
+    redis->missed_once = 1;
 }

@@ -278,8 +278,14 @@ sub credit_id_of {
 
     $sb->stop_redis;
     my $errors = stat_value('mt5credit_redis_errors_total');
+    my $from = $sb->error_log_size;
     my $res = post(event(pi => 'pi_r2'));
     is($res->{status}, 200, 'Redis down: the delivery still gets 200');
+    post(event(pi => "pi_r2_$_")) for 1 .. 5;
+    my $lines = () = $sb->error_log($from)
+                     =~ /wake-ups? since the last line wait/g;
+    ok($lines >= 1 && $lines <= 2, "six missed wake-ups within a second "
+       . "are $lines log line(s), not six");
     is($sb->sql1("SELECT status FROM mt5credit.mt5_credit "
                  . "WHERE provider_payment_id = 'pi_r2'"), 'pending',
        'and its credit waits, pending, for the poll');
@@ -299,9 +305,16 @@ sub credit_id_of {
 {
     # Redis alive but not answering (the process frozen): the answer must
     # not wait for it, and wake-ups resume once it thaws
+    my $errors = stat_value('mt5credit_redis_errors_total');
     kill 'STOP', $sb->{pids}{redis};
     my $res = post(event(pi => 'pi_hung'));
     is($res->{status}, 200, 'Redis hung: the delivery is still answered');
+    ok(wait_until('the Redis deadline', sub {
+           stat_value('mt5credit_redis_errors_total') > $errors }, 10),
+       '... its wake-up is lost at the deadline');
+    sleep 0.5;
+    is(stat_value('mt5credit_redis_errors_total') - $errors, 1,
+       '... and counted once (its LTRIM, lost with it, is no wake-up)');
     kill 'CONT', $sb->{pids}{redis};
 
     my $id;
