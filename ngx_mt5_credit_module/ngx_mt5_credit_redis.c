@@ -97,10 +97,15 @@ ngx_mt5_credit_redis_create(ngx_cycle_t *cycle,
     redis->reconnect.log = cycle->log;
     redis->reconnect.cancelable = 1;
 
+    /*
+     * Not cancelable: a worker that is exiting gracefully waits for the
+     * wake-ups it has sent (at most redis_timeout), like the requests that
+     * sent them, instead of dropping them with its last request.
+     */
     redis->deadline.handler = ngx_mt5_credit_redis_deadline_handler;
     redis->deadline.data = redis;
     redis->deadline.log = cycle->log;
-    redis->deadline.cancelable = 1;
+    redis->deadline.cancelable = 0;
 
     ngx_mt5_credit_redis_connect(redis);
 
@@ -228,7 +233,8 @@ ngx_mt5_credit_redis_connect(ngx_mt5_credit_redis_t *redis)
     c->read->log = c->log;
     c->write->log = c->log;
 
-    /* a graceful exit closes it like any idle connection */
+    /* a graceful exit closes it like any idle connection: once the
+       requests still running have sent their wake-ups (the read handler) */
     c->idle = 1;
 
     redis->ac = ac;
@@ -348,8 +354,19 @@ ngx_mt5_credit_redis_read_handler(ngx_event_t *ev)
     ngx_mt5_credit_redis_t  *redis = c->data;
 
     if (c->close) {
+        /*
+         * A graceful exit.  The requests still running in this worker
+         * send their wake-ups when they commit: the connection stays
+         * until the worker exits (exit_process), and no reconnect starts.
+         */
         redis->exiting = 1;
-        ngx_mt5_credit_redis_drop(redis);
+        c->close = 0;
+        c->idle = 0;
+
+        if (redis->ac == NULL) {
+            ngx_mt5_credit_redis_drop(redis);
+        }
+
         return;
     }
 

@@ -14,9 +14,11 @@
 #   - idle connections kept forever: closed after the idle timeout and
 #     reopened on demand
 #   - Redis down, or hung, failing or delaying a delivery; a wake-up lost
-#     for good after Redis returns
+#     for good after Redis returns; a lost wake-up counted twice, or an
+#     outage logged once per request
 #   - a reload or a graceful stop leaving alerts or open sockets; a stop
-#     abandoning the webhooks running or queued when it began
+#     abandoning the webhooks running or queued when it began, or their
+#     wake-ups
 
 use strict;
 use warnings;
@@ -367,6 +369,11 @@ is(post(event(pi => 'pi_after_idle'))->{status}, 200,
     }
     is($sb->stop_nginx, 0, 'and then nginx exits cleanly');
     is(credit_of('pi_exit3'), 1, 'the queued one was stored');
+    my $list = wake_list();
+    is(join(' ', grep { $list !~ /^$_$/m } map { credit_id_of("pi_exit$_") }
+                 1 .. 3), '',
+       '... and the wake-ups of all three reached Redis before the worker '
+       . 'exited');
 }
 
 is_deeply([ $sb->log_problems ], [], 'no alert, crit or crash in the log');
