@@ -52,8 +52,17 @@ struct ngx_mt5_credit_pg_conn_s {
     dev_t                         sock_dev;
     ngx_log_t                     log;
     ngx_mt5_credit_pg_state_e     state;
+    size_t                        carried;    /* the largest body sent */
     unsigned                      flushing:1;
 };
+
+
+/*
+ * libpq keeps a connection's buffers at the largest message it ever
+ * carried: a pooled connection that carried an outsize body is closed
+ * after it, not kept at that size for its remaining requests.
+ */
+#define NGX_MT5_CREDIT_PG_RECYCLE_BYTES  (512 * 1024)
 
 
 struct ngx_mt5_credit_pg_pool_s {
@@ -854,6 +863,8 @@ static ngx_int_t
 ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
     ngx_mt5_credit_pg_op_t *op)
 {
+    size_t                       size;
+    ngx_uint_t                   i;
     ngx_mt5_credit_main_conf_t  *mcf;
 
     mcf = conn->pool->mcf;
@@ -870,6 +881,14 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
     }
 
     /* the parameters are in libpq's buffer now; op may go any time */
+
+    for (i = 0, size = 0; i < NGX_MT5_CREDIT_PG_NPARAMS; i++) {
+        size += op->lengths[i];
+    }
+
+    if (size > conn->carried) {
+        conn->carried = size;
+    }
 
     ngx_queue_remove(&conn->queue);
     ngx_queue_insert_tail(&conn->pool->active, &conn->queue);
@@ -922,9 +941,19 @@ ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
 
     conn->state = NGX_MT5_CREDIT_PG_IDLE;
 
+    if (conn->carried > NGX_MT5_CREDIT_PG_RECYCLE_BYTES
+        && PQstatus(conn->pg) == CONNECTION_OK)
+    {
+        ngx_log_error(NGX_LOG_INFO, &conn->log, 0,
+                      "mt5_credit: a connection that carried %uz bytes of "
+                      "parameters is closed, not kept at that size",
+                      conn->carried);
+    }
+
     if (PQstatus(conn->pg) != CONNECTION_OK
         || PQtransactionStatus(conn->pg) != PQTRANS_IDLE
-        || conn->requests >= mcf->pg_max_requests)
+        || conn->requests >= mcf->pg_max_requests
+        || conn->carried > NGX_MT5_CREDIT_PG_RECYCLE_BYTES)
     {
         ngx_mt5_credit_pg_close(conn);
         ngx_mt5_credit_pg_refill(pool);

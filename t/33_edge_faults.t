@@ -12,7 +12,7 @@
 #   - a burst beyond pool + queue waiting forever: refused at once (503);
 #     a request waiting in the queue past its timeout: 503, not a hang
 #   - idle connections kept forever: closed after the idle timeout and
-#     reopened on demand
+#     reopened on demand; a connection kept at the size of an outsize body
 #   - Redis down, or hung, failing or delaying a delivery; a wake-up lost
 #     for good after Redis returns; a lost wake-up counted twice, or an
 #     outage logged once per request
@@ -326,6 +326,22 @@ sub credit_id_of {
            $id = credit_id_of($pi);
            wake_list() =~ /^$id$/m }, 30),
        'after Redis thaws, wake-ups flow again');
+}
+
+# --- an outsize body: its connection is not kept at that size ----------------
+
+{
+    my $from = $sb->error_log_size;
+    post(event(pi => 'pi_small_before'));
+    (my $big = event(pi => 'pi_big')) =~ s/^\{/{"pad": "@{[ 'p' x 700_000 ]}",/;
+    is(post($big)->{status}, 200, 'a signed 700 kB event is stored');
+    post(event(pi => 'pi_small_after'));
+    my @closed = $sb->error_log($from)
+                 =~ /carried (\d+) bytes of parameters is closed/g;
+    is(scalar(@closed), 1, '... and the one connection that carried it is '
+       . 'closed after it (libpq would keep its buffer at that size)');
+    ok(@closed && $closed[0] > 700_000, "... ($closed[0] bytes)");
+    is(credit_of('pi_small_after'), 1, 'the next delivery is stored as ever');
 }
 
 # --- idle connections ---------------------------------------------------------
