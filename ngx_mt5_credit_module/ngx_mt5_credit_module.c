@@ -343,7 +343,8 @@ ngx_mt5_credit_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_mt5_credit_loc_conf_t *prev = parent;
     ngx_mt5_credit_loc_conf_t *conf = child;
 
-    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_core_srv_conf_t  *cscf;
+    ngx_http_core_loc_conf_t  *clcf, *sclcf;
 
     /*
      * An "if" in a webhook location keeps the location's handler but
@@ -399,6 +400,28 @@ ngx_mt5_credit_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     conf->sig->tolerance = conf->tolerance;
+
+    /*
+     * At info, nginx logs the start of a header line too long for its
+     * buffers ("client sent too long header line", in the server's log:
+     * no location is chosen yet): for a webhook, the signature header.
+     * Said at nginx -t; docs/nginx-directives.md.
+     */
+    cscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+    sclcf = cscf->ctx->loc_conf[ngx_http_core_module.ctx_index];
+
+    if ((sclcf->error_log != NULL
+         && sclcf->error_log->log_level >= NGX_LOG_INFO)
+        || (clcf->error_log != NULL
+            && clcf->error_log->log_level >= NGX_LOG_INFO))
+    {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "\"mt5_credit_webhook\" in %V:%ui logs at info or "
+                      "debug: nginx then logs the start of an oversize "
+                      "header line, which may be a signature; use "
+                      "\"error_log ... notice\" in its server",
+                      &conf->conf_file, conf->conf_line);
+    }
 
     return ngx_mt5_credit_load_secrets(cf, conf);
 }
