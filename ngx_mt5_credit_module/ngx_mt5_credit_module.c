@@ -590,6 +590,15 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         } else if (ngx_strcmp(o->keyword, "gssencmode") == 0) {
             has_gss = 1;
+
+        } else if (ngx_strcmp(o->keyword, "service") == 0) {
+            /* a service file's host is read at each connect, unchecked */
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "mt5_credit_postgres: service= is not "
+                               "supported: spell host= or hostaddr= in the "
+                               "conninfo, where it is checked");
+            PQconninfoFree(opts);
+            return NGX_CONF_ERROR;
         }
     }
 
@@ -675,8 +684,18 @@ ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *host,
         return NGX_CONF_OK;
     }
 
+    /*
+     * Without either, libpq takes PGHOST from the worker's environment
+     * (nginx's "env") or a service file, on every connection: a name
+     * there would be resolved inside the worker, past this check.
+     */
     if (host == NULL) {
-        return NGX_CONF_OK;     /* libpq's default unix socket */
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mt5_credit_postgres needs host= (an IP address "
+                           "or a socket directory) or hostaddr=: without "
+                           "them libpq takes PGHOST or a service file, "
+                           "which may name a host to resolve in the worker");
+        return NGX_CONF_ERROR;
     }
 
     p = (const u_char *) host;

@@ -5,7 +5,8 @@
 #   - a typo in a directive or a value starting a server that then
 #     refuses or mis-verifies every webhook
 #   - a webhook location without a scheme, a secret, or a database
-#   - a PostgreSQL or Redis host name that would block the worker on DNS
+#   - a PostgreSQL or Redis host name that would block the worker on DNS,
+#     also one that PGHOST or a service file would give
 #   - a secret file that is missing, empty, or not valid for its scheme
 #   - a timeout of 0 (every webhook a 503), an "if" in a webhook location
 #     (every delivery loses its provider), a conninfo error split from
@@ -177,6 +178,17 @@ fails_like('an "if" in the webhook location (it would lose the provider)',
          . "            limit_except POST { deny all; }"));
 ok($ok, '... while limit_except, which only refuses methods, passes')
     or diag($out);
+
+fails_like('database without host or hostaddr (PGHOST or a service '
+           . 'file would decide, unchecked)',
+           config(pg => 'mt5_credit_postgres "port=5432 dbname=x";'),
+           qr/mt5_credit_postgres needs host= \(an IP address or a socket directory\) or hostaddr=/,
+           'port=5432 dbname=x');
+
+fails_like('a service file (its host is read at each connect)',
+           config(pg => 'mt5_credit_postgres "service=edge host=127.0.0.1";'),
+           qr/service= is not supported: spell host= or hostaddr=/,
+           'service=edge');
 
 fails_like('database host needing DNS',
            config(pg => 'mt5_credit_postgres "host=db.example.com dbname=x";'),
