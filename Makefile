@@ -52,7 +52,7 @@ BUILD_ID     := $(BUILD)/build-id
 # Debian packages (bookworm).  Only these; nothing from elsewhere.  Tools
 # the tests run as commands count too: curl (t/40, check-upstream-build),
 # systemd (systemd-analyze verify of the units, t/97), faketime (a worker
-# host with a slow clock, t/44).
+# host with a slow clock, t/44), pgbouncer (session pooling, t/38).
 DEB_PACKAGES := build-essential pkg-config perl \
                 nginx nginx-dev \
                 postgresql-15 postgresql-client-15 libpq-dev \
@@ -60,7 +60,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 libssl-dev libcurl4-openssl-dev libjansson-dev \
                 libmicrohttpd-dev openssl curl valgrind \
                 wrk procps iproute2 chromium systemd faketime \
-                clang libclang-rt-14-dev
+                clang libclang-rt-14-dev pgbouncer
 
 .PHONY: all module batch sim unit deps demo test test-unit bench soak \
         fuzz fuzz-build install static check-upstream clean FORCE

@@ -13,7 +13,9 @@
 -- serialization failure) still get 503.
 --
 -- ingest() (039's) is re-declared here: this file holds its current
--- definition.
+-- definition.  It also pins synchronous_commit on for its own
+-- transaction, whatever the session says: the edge's 200 follows that
+-- COMMIT, through a direct connection or a pooler alike.
 --
 
 CREATE TABLE mt5credit.webhook_malformed (
@@ -108,6 +110,11 @@ DECLARE
     v_case      bigint;
     x           record;
 BEGIN
+    -- the edge answers 200 after this transaction commits: durably, also
+    -- when its session's own setting did not come through (a pooler that
+    -- drops startup options)
+    PERFORM set_config('synchronous_commit', 'on', true);
+
     BEGIN
         v_body := convert_from(p_raw_body, 'UTF8')::jsonb;
     EXCEPTION
