@@ -5,7 +5,8 @@
 # answered 200, or a deal a worker already recorded.  The edge and every
 # batch program pin it for their own sessions.  Impossible:
 #   - a role's or the database's synchronous_commit = off reaching the
-#     edge's sessions (ingest() runs with it on)
+#     edge's commits (the module's startup options pin it, and ingest()
+#     pins it for its own transaction: t/38 has the options dropped)
 #   - the same reaching a batch program's session (mt5credit cases, and
 #     every other command: one connect function)
 #   - a caller's own conninfo options lost by the pinning
