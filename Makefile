@@ -25,6 +25,13 @@ MODULE_SO    := $(BUILD)/ngx_mt5_credit_module.so
 
 CC           ?= cc
 CFLAGS       ?= -O2 -g
+# Debian's hardening, every feature (dpkg-buildflags): stack protector,
+# FORTIFY, format checks, relro and BIND_NOW; t/06_hardening.t reads the
+# ELF of both programs for it
+HARDEN       := DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
+H_CFLAGS     := $(shell $(HARDEN) CFLAGS 2>/dev/null) \
+                $(shell $(HARDEN) CPPFLAGS 2>/dev/null)
+H_LDFLAGS    := $(shell $(HARDEN) LDFLAGS 2>/dev/null)
 WARN         := -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
                 -Wstrict-prototypes -Wmissing-prototypes
 PG_INC       := $(shell pg_config --includedir 2>/dev/null \
@@ -80,8 +87,8 @@ $(MODULE_SO): $(MODULE_SRCS) $(BUILD_ID)
 	cp -a $(DEBIAN_SRC) $(BUILD)/nginx-src
 	cd $(BUILD)/nginx-src && . ./conf_flags \
 	    && MT5CREDIT_COMMIT=$(COMMIT) ./configure \
-	    --with-cc-opt="-fPIC -g -O2 -Wall -Wextra -Werror" \
-	    --with-ld-opt="-fPIC" \
+	    --with-cc-opt="-fPIC -g -O2 -Wall -Wextra -Werror $(H_CFLAGS)" \
+	    --with-ld-opt="-fPIC $(H_LDFLAGS)" \
 	    "$${NGX_CONF_FLAGS[@]}" \
 	    --add-dynamic-module=$(CURDIR) \
 	    --builddir=$(BUILD)/nginx-src/objs > $(BUILD)/configure.log
@@ -127,7 +134,8 @@ BATCH_SRCS   := $(foreach d,$(BATCH_DIRS),$(wildcard $(d)/*.c))
 BATCH_HDRS   := $(foreach d,$(BATCH_DIRS),$(wildcard $(d)/*.h))
 BATCH_INC    := $(addprefix -I,$(BATCH_DIRS))
 BATCH_OBJS   := $(patsubst batch/%.c,$(BUILD)/batch/%.o,$(BATCH_SRCS))
-BATCH_CFLAGS := -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -I$(PG_INC)
+BATCH_CFLAGS := -std=gnu99 $(CFLAGS) $(H_CFLAGS) $(WARN) $(BATCH_INC) \
+                -I$(PG_INC)
 BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto -lpthread
 MT5CREDIT    := $(BUILD)/mt5credit
 
@@ -145,7 +153,7 @@ $(BUILD)/batch/lib/mc_version.o: batch/lib/mc_version.c batch/lib/mc_version.h \
 	    -DMC_COMMIT='"$(COMMIT)"' -c -o $@ $<
 
 $(MT5CREDIT): $(BATCH_OBJS)
-	$(CC) -o $@ $^ $(BATCH_LIBS)
+	$(CC) $(H_LDFLAGS) -o $@ $^ $(BATCH_LIBS)
 
 # rewritten only when the version or commit changes: make compares times
 $(BUILD_ID): FORCE
