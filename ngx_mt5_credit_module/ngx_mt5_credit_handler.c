@@ -66,6 +66,8 @@ static ngx_int_t ngx_mt5_credit_ingest_answer(ngx_http_request_t *r,
 static void ngx_mt5_credit_cleanup(void *data);
 static ngx_int_t ngx_mt5_credit_reject(ngx_http_request_t *r,
     ngx_mt5_credit_ctx_t *ctx, ngx_mt5_credit_sig_rc_e rc, int64_t skew);
+static void ngx_mt5_credit_log_outage(ngx_log_t *log,
+    ngx_mt5_credit_main_conf_t *mcf, const char *err);
 static ngx_int_t ngx_mt5_credit_unavailable(ngx_http_request_t *r,
     ngx_mt5_credit_stat_e why);
 static ngx_int_t ngx_mt5_credit_send(ngx_http_request_t *r,
@@ -427,8 +429,9 @@ ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
         break;
 
     default: /* NGX_MT5_CREDIT_PG_UNAVAILABLE */
-        ngx_log_error(NGX_LOG_ERR, c->log, 0,
-                      "mt5_credit: PostgreSQL unavailable: %s", err);
+        ngx_mt5_credit_log_outage(c->log,
+                                  ngx_http_get_module_main_conf(r,
+                                      ngx_mt5_credit_module), err);
         status = ngx_mt5_credit_unavailable(r,
                                             NGX_MT5_CREDIT_STAT_DB_UNAVAILABLE);
         break;
@@ -638,6 +641,32 @@ ngx_mt5_credit_reject(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx,
  * 503 + Retry-After: the outcome is unknown or nothing was stored, and
  * the provider's retry is both safe and necessary.
  */
+
+/*
+ * PostgreSQL unavailable: every request would say so.  One line a second
+ * per worker, with how many were answered 503 since the last; the
+ * counters (mt5_credit_status) count each.
+ */
+static void
+ngx_mt5_credit_log_outage(ngx_log_t *log, ngx_mt5_credit_main_conf_t *mcf,
+    const char *err)
+{
+    mcf->outage_quiet++;
+
+    if (mcf->outage_once && ngx_current_msec - mcf->outage_logged < 1000) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, log, 0,
+                  "mt5_credit: PostgreSQL unavailable: %s (%ui request%s "
+                  "answered 503 since the last line)", err,
+                  mcf->outage_quiet, mcf->outage_quiet == 1 ? "" : "s");
+
+    mcf->outage_quiet = 0;
+    mcf->outage_logged = ngx_current_msec;
+    mcf->outage_once = 1;
+}
+
 
 static ngx_int_t
 ngx_mt5_credit_unavailable(ngx_http_request_t *r, ngx_mt5_credit_stat_e why)

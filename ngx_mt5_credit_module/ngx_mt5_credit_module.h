@@ -101,6 +101,11 @@ typedef struct {
     /* where the first mt5_credit_webhook is, for error messages */
     ngx_str_t                     webhook_file;
     ngx_uint_t                    webhook_line;
+
+    /* this worker's outage line: one a second, with the count between */
+    ngx_msec_t                    outage_logged;
+    ngx_uint_t                    outage_quiet;
+    unsigned                      outage_once:1;
 } ngx_mt5_credit_main_conf_t;
 
 

@@ -2,7 +2,8 @@
 #
 # Faults with real servers.  Impossible:
 #   - PostgreSQL down making a delivery look accepted: it gets 503 with
-#     Retry-After, and the redelivery after the restart is stored
+#     Retry-After, and the redelivery after the restart is stored; the
+#     outage written as a log line per request
 #   - a slow statement (a lock held by the test) blocking the worker:
 #     another location and another webhook are answered meanwhile
 #   - a statement past the query timeout answered as success: 503, and
@@ -140,6 +141,12 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     sleep 1;
     ok(stat_value('mt5credit_pg_connects_total') - $connects <= 4,
        'a refused connect does not start another: no reconnect storm');
+    my $from = $sb->error_log_size;
+    my @six = map { post($down)->{status} } 1 .. 6;
+    is("@six", '503 503 503 503 503 503', 'six more in a burst: 503 each');
+    my $lines = () = $sb->error_log($from) =~ /PostgreSQL unavailable:/g;
+    ok($lines >= 1 && $lines <= 2, "... written as $lines log line(s), "
+       . 'not six (one a second, with the count)');
 
     $sb->start_postgres;
     my $again;
