@@ -10,6 +10,9 @@
 #   make static      build nginx from an upstream tree with the module
 #                    compiled in: make static NGINX_SRC=/path/to/nginx-x.y.z
 #   make check-upstream   both upstream builds, checked (part of make test)
+#   make deb         the Debian packages, into build/deb/
+#   make deb-check   install them here, check, remove, purge (root/sudo;
+#                    part of make test)
 #
 # By default the module is built for Debian's packaged nginx from the
 # nginx-dev tree (/usr/share/nginx/src) with Debian's own configure flags,
@@ -59,7 +62,8 @@ BUILD_ID     := $(BUILD)/build-id
 # Debian packages (bookworm).  Only these; nothing from elsewhere.  Tools
 # the tests run as commands count too: curl (t/40, check-upstream-build),
 # systemd (systemd-analyze verify of the units, t/97), faketime (a worker
-# host with a slow clock, t/44), pgbouncer (session pooling, t/38).
+# host with a slow clock, t/44), pgbouncer (session pooling, t/38),
+# debhelper, dpkg-dev and lintian (the packages: make deb, t/96).
 DEB_PACKAGES := build-essential pkg-config perl \
                 nginx nginx-dev \
                 postgresql-15 postgresql-client-15 libpq-dev \
@@ -67,10 +71,12 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 libssl-dev libcurl4-openssl-dev libjansson-dev \
                 libmicrohttpd-dev openssl curl valgrind \
                 wrk procps iproute2 chromium systemd faketime \
-                clang libclang-rt-14-dev pgbouncer
+                clang libclang-rt-14-dev pgbouncer \
+                debhelper dpkg-dev lintian
 
 .PHONY: all module batch sim unit deps demo test test-unit bench soak \
-        fuzz fuzz-build install static check-upstream clean FORCE
+        fuzz fuzz-build install static check-upstream deb deb-check \
+        clean FORCE
 
 all: module batch sim unit
 
@@ -85,8 +91,11 @@ $(MODULE_SO): $(MODULE_SRCS) $(BUILD_ID)
 	    || { echo "make: $(DEBIAN_SRC) missing: run 'make deps'" >&2; exit 1; }
 	rm -rf $(BUILD)/nginx-src && mkdir -p $(BUILD)
 	cp -a $(DEBIAN_SRC) $(BUILD)/nginx-src
+	@# (nginx's configure drops its own warning flags when CFLAGS is in the
+	@# environment, as it is under dpkg-buildpackage: the flags are ours)
 	cd $(BUILD)/nginx-src && . ./conf_flags \
-	    && MT5CREDIT_COMMIT=$(COMMIT) ./configure \
+	    && env -u CFLAGS -u CPPFLAGS -u LDFLAGS \
+	       MT5CREDIT_COMMIT=$(COMMIT) ./configure \
 	    --with-cc-opt="-fPIC -g -O2 -Wall -Wextra -Werror $(H_CFLAGS)" \
 	    --with-ld-opt="-fPIC $(H_LDFLAGS)" \
 	    "$${NGX_CONF_FLAGS[@]}" \
@@ -276,7 +285,7 @@ deps:
 demo: deps all
 	t/run-as-tester perl t/demo.pl
 
-test: deps all fuzz-build
+test: deps all fuzz-build deb
 	t/run-tests
 	t/check-upstream-build
 
@@ -352,6 +361,8 @@ SHAREDIR        ?= $(PREFIX)/share/mt5credit
 DOCDIR          ?= $(PREFIX)/share/doc/mt5credit
 SYSCONFDIR      ?= /etc
 STATEDIR        ?= /var/lib/mt5credit
+# the units' StateDirectory= is a name under /var/lib
+STATEDIR_NAME    = $(patsubst /var/lib/%,%,$(STATEDIR))
 UNITDIR         ?= $(PREFIX)/lib/systemd/system
 NGX_MODULES_DIR ?= $(shell $(NGINX_BIN) -V 2>&1 \
                      | sed -n 's/.*--modules-path=\([^ ]*\).*/\1/p')
@@ -362,11 +373,15 @@ RENDER           = sed -e 's|@BINDIR@|$(BINDIR)|g' \
                        -e 's|@SHAREDIR@|$(SHAREDIR)|g' \
                        -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
                        -e 's|@STATEDIR@|$(STATEDIR)|g' \
+                       -e 's|@STATEDIR_NAME@|$(STATEDIR_NAME)|g' \
                        -e 's|@NGX_MODULES_DIR@|$(NGX_MODULES_DIR)|g'
 
 install: $(MODULE_SO) $(MT5CREDIT)
 	@test -n "$(NGX_MODULES_DIR)" \
 	    || { echo "make install: set NGX_MODULES_DIR" >&2; exit 1; }
+	@case "$(STATEDIR)" in /var/lib/?*) ;; *) echo "make install:" \
+	    "STATEDIR must be under /var/lib (the units' StateDirectory=)" >&2; \
+	    exit 1;; esac
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(NGX_MODULES_DIR) \
 	    $(DESTDIR)$(SHAREDIR)/sql $(DESTDIR)$(SHAREDIR)/examples \
 	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(UNITDIR)
@@ -386,6 +401,45 @@ install: $(MODULE_SO) $(MT5CREDIT)
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; \
 	done
 	@echo "installed into $(DESTDIR)$(PREFIX) (module: $(DESTDIR)$(NGX_MODULES_DIR))"
+
+# Debian packages (debian/): libnginx-mod-http-mt5-credit and mt5credit,
+# built by dpkg-buildpackage from a copy of this tree (no .git, no build/)
+# into build/deb/.  "make deb-check" installs them on this machine, checks
+# the module is enabled and loads, removes and purges them, and checks
+# nothing is left behind (t/root/30_deb_install_cycle.t, as root or
+# through sudo; "make test" runs it too).
+DEB_ARCH     := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_DIR      := $(BUILD)/deb
+DEBS         := $(DEB_DIR)/libnginx-mod-http-mt5-credit_$(VERSION)_$(DEB_ARCH).deb \
+                $(DEB_DIR)/mt5credit_$(VERSION)_$(DEB_ARCH).deb
+DEB_INPUTS   := Makefile $(MODULE_SRCS) $(BATCH_SRCS) $(BATCH_HDRS) \
+                $(wildcard debian/* debian/source/* sql/* batch/systemd/* \
+                  batch/*.example docs/*.md docs/*.1 docs/examples/* \
+                  ngx_mt5_credit_module/conf/*)
+DEB_TREE     := $(DEB_DIR)/mt5-credit-$(VERSION)
+SUDO          = $(if $(filter 0,$(shell id -u)),,sudo)
+
+deb: $(DEBS)
+
+$(DEBS) &: $(DEB_INPUTS) $(BUILD_ID)
+	@head -1 debian/changelog | grep -q '^mt5-credit ($(VERSION))' \
+	    || { echo "make deb: debian/changelog's first entry is not" \
+	              "VERSION ($(VERSION))" >&2; exit 1; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_TREE)
+	tar -C $(CURDIR) --exclude=./build --exclude=./.git -cf - . \
+	    | tar -C $(DEB_TREE) -xf -
+	cd $(DEB_TREE) && MT5CREDIT_COMMIT=$(COMMIT) \
+	    dpkg-buildpackage -b -us -uc > $(DEB_DIR)/build.log 2>&1 \
+	    || { tail -40 $(DEB_DIR)/build.log >&2; \
+	         echo "make deb: failed; all of it in $(DEB_DIR)/build.log" >&2; \
+	         exit 1; }
+	@# the module's compile lines, for what reads its flags (t/96)
+	cp $(DEB_TREE)/build/make-module.log $(DEB_DIR)/module-build.log
+	rm -rf $(DEB_TREE)
+	@for d in $(DEBS); do echo "built $$d"; done
+
+deb-check: deb
+	$(SUDO) prove -v t/root/30_deb_install_cycle.t
 
 # The chaos soak with its exactly-once checker (t/soak/soak.pl): 10,000
 # payments by default; SOAK_ARGS="--n 50000 --seed 7" for others.
