@@ -428,7 +428,9 @@ $(DEBS) &: $(DEB_INPUTS) $(BUILD_ID)
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_TREE)
 	tar -C $(CURDIR) --exclude=./build --exclude=./.git -cf - . \
 	    | tar -C $(DEB_TREE) -xf -
-	cd $(DEB_TREE) && MT5CREDIT_COMMIT=$(COMMIT) \
+	@# (a build of its own: not silenced or parallelised by this make)
+	cd $(DEB_TREE) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	    MT5CREDIT_COMMIT=$(COMMIT) \
 	    dpkg-buildpackage -b -us -uc > $(DEB_DIR)/build.log 2>&1 \
 	    || { tail -40 $(DEB_DIR)/build.log >&2; \
 	         echo "make deb: failed; all of it in $(DEB_DIR)/build.log" >&2; \
