@@ -20,6 +20,7 @@
 
 #include "mc_cases.h"
 #include "mc_events.h"
+#include "mc_pause.h"
 #include "mc_withdrawals.h"
 #include "mc_config.h"
 #include "mc_log.h"
@@ -171,6 +172,16 @@ static const mc_command_t  mc_commands[] = {
       "stored webhook events: list, show (the bytes as\n"
       "received), replay through ingest's rules (never a\n"
       "second credit)",
+      NULL, 0, NULL, NULL },
+
+    { "pause", mc_cmd_cases, "server|provider|kind NAME --reason TEXT",
+      "the kill switch: no credit of that MT5 server, provider or\n"
+      "kind is claimed until it is resumed; webhooks are still\n"
+      "stored; pause list shows who paused what and why",
+      NULL, 0, NULL, NULL },
+
+    { "resume", mc_cmd_cases, "server|provider|kind NAME [--note TEXT]",
+      "lift a pause: claims go on, the pause stays on record",
       NULL, 0, NULL, NULL },
 
     { "send-test-webhook", mc_cmd_testhook, "--url URL --secret-file FILE ...",
@@ -656,7 +667,7 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
     mc_config_t  *cfg;
 
     /* --config and --database are ours; the rest is the desk's (cases,
-       withdrawals, events) */
+       withdrawals, events, pause, resume) */
     path = NULL;
     database = NULL;
 
@@ -689,6 +700,11 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
 
     if (strcmp(cmd->name, "events") == 0) {
         rc = mc_events_main(argc, argv, database);
+
+    } else if (strcmp(cmd->name, "pause") == 0
+               || strcmp(cmd->name, "resume") == 0)
+    {
+        rc = mc_pause_main(argc, argv, database);
 
     } else if (strcmp(cmd->name, "withdrawals") == 0) {
         rc = mc_withdrawals_main(argc, argv, database);

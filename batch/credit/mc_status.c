@@ -1,8 +1,8 @@
 /*
  * Copyright (C) mt5-credit
  *
- * `mt5credit status`: sql/021's work_status() as a table, or in
- * Prometheus' text format (a textfile collector, or a scrape through any
+ * `mt5credit status`: sql/021's work_status() and the active pauses
+ * (sql/046) as a table, or in Prometheus' text format (a textfile collector, or a scrape through any
  * exporter that runs a command).
  */
 
@@ -62,6 +62,7 @@ static const mc_status_metric_t  mc_status_metrics[] = {
 
 static void mc_status_prometheus(FILE *out, const char *metric,
     const char *kind, const char *status, const char *value);
+static int mc_status_pauses(PGconn *conn, int prometheus, FILE *out);
 
 
 int
@@ -134,8 +135,73 @@ mc_status_print(const char *conninfo, int prometheus, FILE *out)
     }
 
     PQclear(res);
+
+    if (mc_status_pauses(conn, prometheus, out) != 0) {
+        PQfinish(conn);
+        return 1;
+    }
+
     PQfinish(conn);
 
+    return 0;
+}
+
+
+/*
+ * The active pauses (sql/046): who stopped what, since when and why, and
+ * how much each holds.  Their targets are names the schema checked
+ * ([A-Za-z0-9_.-]), safe as label values.
+ */
+static int
+mc_status_pauses(PGconn *conn, int prometheus, FILE *out)
+{
+    int          i, n;
+    PGresult    *res;
+
+    res = PQexec(conn, "SELECT scope, target, held, paused_by, "
+                       "to_char(paused_at AT TIME ZONE 'UTC', "
+                       "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), reason "
+                       "FROM mt5credit.pause_list(false) "
+                       "ORDER BY scope, target");
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "mt5credit: status: pauses: %s",
+                PQresultErrorMessage(res));
+        PQclear(res);
+        return 1;
+    }
+
+    n = PQntuples(res);
+
+    if (prometheus) {
+        fprintf(out, "# HELP mt5credit_pause_active Crediting paused by a "
+                "person (mt5credit pause), per scope and target.\n"
+                "# TYPE mt5credit_pause_active gauge\n");
+        for (i = 0; i < n; i++) {
+            fprintf(out, "mt5credit_pause_active{scope=\"%s\",target=\"%s\"}"
+                    " 1\n", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+        }
+
+        fprintf(out, "# HELP mt5credit_pause_held Pending credits, refund "
+                "legs and payouts a pause holds back.\n"
+                "# TYPE mt5credit_pause_held gauge\n");
+        for (i = 0; i < n; i++) {
+            fprintf(out, "mt5credit_pause_held{scope=\"%s\",target=\"%s\"}"
+                    " %s\n", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                    PQgetvalue(res, i, 2));
+        }
+
+    } else {
+        fprintf(out, "\npaused: %d\n", n);
+        for (i = 0; i < n; i++) {
+            fprintf(out, "  %s %s since %s by %s, holding %s: %s\n",
+                    PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                    PQgetvalue(res, i, 4), PQgetvalue(res, i, 3),
+                    PQgetvalue(res, i, 2), PQgetvalue(res, i, 5));
+        }
+    }
+
+    PQclear(res);
     return 0;
 }
 
