@@ -18,6 +18,7 @@
 #     meant (stripe_connect pays connected accounts only, on their behalf)
 #   - a payout sent with no rail configured, or a misspelt rail accepted
 #   - the API keys in any log
+#   - a paused provider's refund leg or payout sent (sql/046)
 
 use strict;
 use warnings;
@@ -326,6 +327,38 @@ is($sb->sql1("SELECT kind || ' ' || severity FROM mt5credit.case WHERE "
     is(join(' ', map { "$_->{account} $_->{amount}" } @{ $book->{payouts} }),
        'acct_client_bob 4600', '... made on behalf of that account '
        . '(Stripe-Account), for the leg');
+}
+
+# --- a paused provider's refund legs and payouts wait (sql/046) ---------------
+
+{
+    $st->account(login => 71909, balance => '300.00');
+    my $d = deposit(71909, 10000);
+    my ($r, $w) = withdraw(71909, 15000);
+    for my $p (qw(stripe bank)) {
+        $sb->psql("SELECT mt5credit.pause_set('provider', '$p', "
+                  . "'payout rail under review')", user => 'ops_alice');
+    }
+    send_round();
+    is($sb->sql1("SELECT status FROM mt5credit.withdrawal_refund WHERE "
+                 . "withdrawal_id = $w"), 'pending',
+       'stripe paused: the refund leg is not sent');
+    is(payout($w)->{status}, 'pending', 'bank paused: the payout is not sent');
+    is(scalar @{ at_psp($r) }, 0, '... nothing reached the PSP');
+    is($sb->sql1("SELECT string_agg(target || '=' || held, ' ' ORDER BY "
+                 . "target) FROM mt5credit.pause_list(false)",
+                 user => 'ops_bob'),
+       'bank=1 stripe=1', 'each pause holds its one');
+    for my $p (qw(stripe bank)) {
+        $sb->psql("SELECT mt5credit.pause_resume('provider', '$p', NULL)",
+                  user => 'ops_bob');
+    }
+    send_round();
+    is($sb->sql1("SELECT status FROM mt5credit.withdrawal_refund WHERE "
+                 . "withdrawal_id = $w"), 'succeeded',
+       'resumed: the refund leg is sent');
+    is(payout($w)->{status}, 'accepted', '... and the payout');
+    is(scalar @{ at_psp($r) }, 1, '... once');
 }
 
 $st->stop_worker('w1');
