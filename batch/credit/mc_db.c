@@ -11,6 +11,7 @@
 #include "mc_db.h"
 #include "mc_log.h"
 #include "mc_pgconn.h"
+#include "mc_slots.h"
 
 
 struct mc_db_s {
@@ -667,9 +668,7 @@ mc_db_session_slot(mc_db_t *db, const char *server, int cap)
         params[0] = server;
         params[1] = slot_s;
 
-        rc = mc_db_bool(db, "SELECT pg_try_advisory_lock("
-                        "hashtext('mt5credit.session:' || $1), $2::int)",
-                        2, params);
+        rc = mc_db_bool(db, MC_SLOT_TRY_SQL, 2, params);
         if (rc < 0) {
             return -1;
         }
@@ -693,9 +692,7 @@ mc_db_session_slot_release(mc_db_t *db, const char *server, int slot)
     params[0] = server;
     params[1] = slot_s;
 
-    (void) mc_db_bool(db, "SELECT pg_advisory_unlock("
-                      "hashtext('mt5credit.session:' || $1), $2::int)",
-                      2, params);
+    (void) mc_db_bool(db, MC_SLOT_RELEASE_SQL, 2, params);
 }
 
 

@@ -124,25 +124,40 @@ mc_worker_free(mc_worker_t *w)
 /*
  * Session slots live as advisory locks on our database connection; a new
  * connection has none, so they are taken again, and a server whose slots
- * are all held by other workers is not served by this one.
+ * are all held by others (workers, a reconciliation run) is not served by
+ * this one until one is free: asked again every MC_WORKER_SLOT_RETRY.
  */
+
+#define MC_WORKER_SLOT_RETRY  5000    /* ms */
 
 static void
 mc_worker_slots(mc_worker_t *w)
 {
-    int                  i, slot;
+    int                  i, slot, fresh;
+    int64_t              now;
     mc_worker_server_t  *s;
 
-    if (mc_db_ready(w->db) != 0
-        || mc_db_generation(w->db) == w->db_generation)
-    {
+    if (mc_db_ready(w->db) != 0) {
+        return;
+    }
+
+    now = mc_worker_now_ms();
+    fresh = mc_db_generation(w->db) != w->db_generation;
+
+    if (!fresh && now < w->slot_retry_at) {
         return;
     }
 
     w->db_generation = mc_db_generation(w->db);
+    w->slot_retry_at = now + MC_WORKER_SLOT_RETRY;
 
     for (i = 0; i < w->nservers; i++) {
         s = &w->servers[i];
+
+        if (!fresh && s->slot > 0) {
+            continue;               /* still held on this connection */
+        }
+
         slot = mc_db_session_slot(w->db, s->config->name,
                                   s->config->sessions);
 
@@ -153,11 +168,13 @@ mc_worker_slots(mc_worker_t *w)
             continue;
         }
 
-        if (slot == 0) {
+        if (slot == 0 && (fresh || !s->slot_wanted)) {
             mc_log(MC_LOG_WARN, "server %s: all %d session slots are held "
-                   "by other workers; not serving it", s->config->name,
+                   "by others (workers, reconciliation); not serving it "
+                   "until one is free", s->config->name,
                    s->config->sessions);
         }
+        s->slot_wanted = slot == 0;
 
         /* a slot lost with the old connection may now be someone else's */
         mc_mt5_close(s->session);

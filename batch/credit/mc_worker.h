@@ -37,6 +37,7 @@ typedef struct {
     mc_server_config_t  *config;
     mc_mt5_session_t    *session;
     int                  slot;          /* session slot held, 0: none */
+    int                  slot_wanted;   /* none was free last time */
     int64_t              rest_until;    /* monotonic ms: left alone */
     int                  tls_warned;
     mc_worker_group_t    groups[MC_WORKER_GROUP_CACHE];
@@ -52,6 +53,7 @@ typedef struct {
     mc_worker_server_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;
     unsigned long        db_generation;  /* slots were taken on this one */
+    int64_t              slot_retry_at;  /* ms: ask for missing slots */
     unsigned long        rewind_checked; /* mc_rewind_check()ed, + 1 */
     unsigned long        deployment_checked; /* its tag compared, + 1 */
     mc_rewind_t          rewind;         /* claims kept outside the db */

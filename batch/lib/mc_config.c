@@ -99,8 +99,16 @@ static const mc_key_t  mc_main_keys[] = {
       "each way; inside it an unpaired item is in transit, past it a "
       "break (7)" },
     { "recon_sessions", MC_KEY_INT, MC_MAIN(recon_sessions), 1, 16,
-      "reconcile: Web API sessions per server fetching deals in parallel, "
-      "at most the server's sessions (2)" },
+      "reconcile: Web API sessions per server fetching deals in parallel; "
+      "they take the server's session slots, shared with the workers, so "
+      "workers and reconciliation together stay within sessions (2)" },
+    { "recon_rate", MC_KEY_INT, MC_MAIN(recon_rate), 0, 10000,
+      "reconcile: most Web API requests a second per server, all its "
+      "sessions together, so the daily run cannot starve the manager API "
+      "(50; 0: unbounded)" },
+    { "recon_slot_wait", MC_KEY_INT, MC_MAIN(recon_slot_wait), 0, 86400,
+      "reconcile: seconds to wait for a free session slot on a server "
+      "before the run gives up, incomplete (300)" },
     { "recon_out", MC_KEY_STR, MC_MAIN(recon_out), 0, 0,
       "reconcile: directory for the CSV and HTML reports (.)" },
     { "query_database", MC_KEY_STR, MC_MAIN(query_database), 0, 0,
@@ -232,6 +240,8 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->recon_deal_grace = 86400;
     cfg->recon_match_window = 7;
     cfg->recon_sessions = 2;
+    cfg->recon_rate = 50;
+    cfg->recon_slot_wait = 300;
     strcpy(cfg->provider_api_url, "https://api.stripe.com");
     cfg->query_min_age = 600;
     cfg->query_backoff = 60;

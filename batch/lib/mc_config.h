@@ -65,6 +65,8 @@ typedef struct {
     int                  recon_deal_grace; /* s of deals after the day */
     int                  recon_match_window; /* days, each way */
     int                  recon_sessions;   /* per server, parallel fetch */
+    int                  recon_rate;       /* requests/s per server; 0: any */
+    int                  recon_slot_wait;  /* seconds for a session slot */
     char                 recon_out[512];   /* report directory */
     char                 query_database[1024]; /* "": database */
     char                 provider_api_url[512];      /* poll-provider */

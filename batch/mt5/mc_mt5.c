@@ -597,6 +597,10 @@ mc_mt5_perform(mc_mt5_session_t *s, const mc_mt5_param_t *params, size_t n,
     json_error_t   jerr;
     curl_socket_t  active;
 
+    if (s->cfg.pace != NULL) {
+        s->cfg.pace(s->cfg.pace_data);
+    }
+
     url = mc_mt5_url(s, params, n);
     if (url == NULL) {
         mc_mt5_fail(s, "out of memory");

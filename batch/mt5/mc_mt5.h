@@ -60,6 +60,11 @@ typedef struct {
     long          timeout_ms;      /* per request, the balance call too */
     int           ping_interval;   /* seconds of idleness before a ping */
     const char   *agent;           /* auth/start agent, no spaces */
+    /* called before every request, may sleep (reconciliation's rate;
+       NULL for sessions that move money: nothing may delay those bytes
+       past their deadline check) */
+    void        (*pace)(void *data);
+    void         *pace_data;
 } mc_mt5_config_t;
 
 

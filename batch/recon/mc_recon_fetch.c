@@ -23,6 +23,7 @@
 #include "mc_money.h"
 #include "mc_mt5.h"
 #include "mc_recon_fetch.h"
+#include "mc_recon_slots.h"
 
 
 #define MC_FETCH_SESSIONS_MAX  16
@@ -103,6 +104,7 @@ mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
     int                i, rc, sessions;
     mc_fetch_t         f;
     mc_mt5_session_t  *s;
+    mc_recon_slots_t   sl;
     uint64_t           sum[2] = { 0, 0 };
 
     memset(st, 0, sizeof(*st));
@@ -129,10 +131,22 @@ mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
         f.errlen = errlen;
         pthread_mutex_init(&f.lock, NULL);
 
+        /* every session below holds one of the server's slots, the plan's
+           first (it is closed before the others open) */
+        sessions = mc_recon_slots_take(&sl, cfg, f.srv, cfg->recon_sessions,
+                                       stop, err, errlen);
+        if (sessions < 0) {
+            mc_recon_slots_release(&sl);
+            pthread_mutex_destroy(&f.lock);
+            return -1;
+        }
+
         s = mc_mt5_session_new(&f.srv->mt5);
         if (s == NULL) {
             snprintf(err, errlen, "MT5 server %s: out of memory",
                      f.srv->name);
+            mc_recon_slots_release(&sl);
+            pthread_mutex_destroy(&f.lock);
             return -1;
         }
 
@@ -143,10 +157,10 @@ mc_recon_fetch(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
         mc_mt5_session_free(s);
 
         if (rc == 0) {
-            sessions = cfg->recon_sessions < f.srv->sessions
-                       ? cfg->recon_sessions : f.srv->sessions;
             rc = mc_recon_fetch_server(&f, sessions);
         }
+
+        mc_recon_slots_release(&sl);
 
         sum[0] += f.sum[0];
         sum[1] += f.sum[1];
@@ -554,6 +568,7 @@ mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
     pthread_t                tid[MC_FETCH_SESSIONS_MAX];
     mc_fetch_worker_t        w[MC_FETCH_SESSIONS_MAX];
     mc_recon_fetch_stats_t   st;
+    mc_recon_slots_t         sl;
     uint64_t                 sum[2] = { 0, 0 };
 
     *found = 0;
@@ -581,16 +596,20 @@ mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
         f.errlen = errlen;
         pthread_mutex_init(&f.lock, NULL);
 
+        /* the chunks shared out to the sessions whose slots were free, as
+           the logins are */
+        sessions = mc_recon_slots_take(&sl, cfg, f.srv, cfg->recon_sessions,
+                                       stop, err, errlen);
+        if (sessions < 0) {
+            mc_recon_slots_release(&sl);
+            pthread_mutex_destroy(&f.lock);
+            return -1;
+        }
+
         rc = mc_recon_fetch_ticket_plan(&f);
 
-        /* the chunks shared out to recon_sessions sessions, as the logins */
         chunks = (f.ntickets + MC_MT5_BATCH_TICKETS - 1)
                  / MC_MT5_BATCH_TICKETS;
-        sessions = cfg->recon_sessions < f.srv->sessions
-                   ? cfg->recon_sessions : f.srv->sessions;
-        if (sessions < 1) {
-            sessions = 1;
-        }
         if (sessions > MC_FETCH_SESSIONS_MAX) {
             sessions = MC_FETCH_SESSIONS_MAX;
         }
@@ -633,6 +652,7 @@ mc_recon_fetch_tickets(mc_config_t *cfg, mc_pgcopy_t *copy, int64_t run_id,
             rc = -1;
         }
 
+        mc_recon_slots_release(&sl);
         pthread_mutex_destroy(&f.lock);
         sum[0] += f.sum[0];
         sum[1] += f.sum[1];

@@ -246,7 +246,10 @@ my $conf = Mt5Credit::Worker::config($sb, 'recon',
     recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
         . ' dbname=mt5credit user=recon application_name=recon-bench"',
     recon_out => $dir, call_timeout => 60, lease => 200,
-    recon_sessions => $ENV{BENCH_RECON_SESSIONS} || 2);
+    recon_sessions => $ENV{BENCH_RECON_SESSIONS} || 2,
+    # unpaced: this measures the run itself (production's default is 50
+    # requests a second per server, recon_rate)
+    recon_rate => $ENV{BENCH_RECON_RATE} // 0);
 
 # CPU seconds of a process so far (user + system)
 sub cpu_of {

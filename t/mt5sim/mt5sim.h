@@ -353,6 +353,7 @@ typedef struct {
     uint64_t  connections_closed;
     uint64_t  connections_open;    /* a gauge, like the two below */
     uint64_t  sessions_authenticated;
+    uint64_t  sessions_authenticated_max;  /* its high-water mark */
     uint64_t  auth_ok;
     uint64_t  auth_failed;
     uint64_t  http403;
@@ -363,6 +364,17 @@ typedef struct {
 
 #define mt5sim_stat_inc(p)  __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
 #define mt5sim_stat_dec(p)  __atomic_sub_fetch((p), 1, __ATOMIC_RELAXED)
+
+/* *max = the largest value it has seen */
+#define mt5sim_stat_max(max, v)                                              \
+    do {                                                                     \
+        uint64_t  mt5sim_seen = __atomic_load_n((max), __ATOMIC_RELAXED);    \
+        uint64_t  mt5sim_v = (v);                                            \
+        while (mt5sim_v > mt5sim_seen                                        \
+               && !__atomic_compare_exchange_n((max), &mt5sim_seen,          \
+                      mt5sim_v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))      \
+        { /* mt5sim_seen reloaded */ }                                       \
+    } while (0)
 
 json_t *mt5sim_stats_json(mt5sim_stats_t *s);
 void mt5sim_stats_reset(mt5sim_stats_t *s);

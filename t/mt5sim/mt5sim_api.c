@@ -313,7 +313,8 @@ mt5sim_auth_answer_cmd(mt5sim_t *srv, mt5sim_session_t *s,
         ans[0] ^= 0x5a;         /* a server that does not know H */
     }
     s->authed = 1;
-    mt5sim_stat_inc(&srv->stats.sessions_authenticated);
+    mt5sim_stat_max(&srv->stats.sessions_authenticated_max,
+                    mt5sim_stat_inc(&srv->stats.sessions_authenticated));
     mt5sim_stat_inc(&srv->stats.auth_ok);
 
     mt5sim_hex_encode(ans, sizeof(ans), hex);

@@ -38,6 +38,9 @@ mt5sim_stats_json(mt5sim_stats_t *s)
                         (json_int_t) mt5sim_load(&s->connections_open)));
     json_object_set_new(o, "sessions_authenticated", json_integer(
                         (json_int_t) mt5sim_load(&s->sessions_authenticated)));
+    json_object_set_new(o, "sessions_authenticated_max", json_integer(
+                        (json_int_t) mt5sim_load(
+                            &s->sessions_authenticated_max)));
     json_object_set_new(o, "auth_ok",
                         json_integer((json_int_t) mt5sim_load(&s->auth_ok)));
     json_object_set_new(o, "auth_failed", json_integer(
@@ -65,6 +68,10 @@ mt5sim_stats_reset(mt5sim_stats_t *s)
         __atomic_store_n(&s->executed[ep], 0, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&s->connections_opened, 0, __ATOMIC_RELAXED);
+    /* the high-water mark starts again from what is open now */
+    __atomic_store_n(&s->sessions_authenticated_max,
+                     mt5sim_load(&s->sessions_authenticated),
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&s->connections_closed, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->auth_ok, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->auth_failed, 0, __ATOMIC_RELAXED);
