@@ -185,7 +185,7 @@ static const mc_key_t  mc_server_keys[] = {
     { "tls_verify", MC_KEY_BOOL, MC_SRV(tls_verify), 0, 1,
       "on (default) or off; off is logged at every session" },
     { "sessions", MC_KEY_INT, MC_SRV(sessions), 1, 64,
-      "most Web API sessions on this server, all workers together (2)" },
+      "most Web API sessions on this server, all workers and reconciliation together (2)" },
     { "ping_interval", MC_KEY_SECONDS, MC_SRV(ping_interval), 1, 170,
       "seconds idle before /api/test/access (20; the server drops at 180)" },
     { "recon_groups", MC_KEY_STR, MC_SRV(recon_groups), 0, 0,
