@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -25,6 +26,7 @@
 #include "mc_config.h"
 #include "mc_log.h"
 #include "mc_payout.h"
+#include "mc_backfill.h"
 #include "mc_query.h"
 #include "mc_testhook.h"
 #include "mc_recon.h"
@@ -70,6 +72,8 @@ static int mc_option_bounded(const char *name, const char *value,
 static int mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_loop(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_testhook(const mc_command_t *cmd, int argc, char **argv);
+static int mc_cmd_backfill(const mc_command_t *cmd, int argc, char **argv);
+static int mc_since(const char *s, int64_t now, int64_t *since);
 static const char *mc_config_path(const char *given);
 static mc_config_t *mc_config_open(const char *path, int need_servers,
     int oom_rc, int *rc);
@@ -149,6 +153,16 @@ static const mc_command_t  mc_commands[] = {
       "a webhook",
       MC_CONFIG_OPTION MC_ONCE_OPTION MC_HELP_OPTION, 1, "mt5credit-poll",
       mc_query_run },
+
+    { "backfill", mc_cmd_backfill, "stripe [-c FILE] [--since 3h]",
+      "the webhooks the provider could not deliver, from its\n"
+      "own list: each event not stored yet goes through\n"
+      "ingest() (never a second credit)",
+      MC_CONFIG_OPTION
+      "      --since WHEN     events created since: 30m, 3h, 2d, or a UTC\n"
+      "                       time 2026-11-30T12:00:00Z (default 24h; at\n"
+      "                       most 30 days, what Stripe keeps)\n"
+      MC_HELP_OPTION, 1, "mt5credit-backfill", NULL },
 
     { "payout", mc_cmd_loop, "[-c FILE] [--once]",
       "send the payouts of withdrawals whose MT5 debit is done,\n"
@@ -466,6 +480,103 @@ mc_cmd_work(const mc_command_t *cmd, int argc, char **argv)
     free(cfg);
 
     return rc;
+}
+
+
+static int
+mc_cmd_backfill(const mc_command_t *cmd, int argc, char **argv)
+{
+    int           c, rc;
+    int64_t       now, since;
+    const char   *path, *when, *provider;
+    mc_config_t  *cfg;
+
+    static struct option  opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "since", required_argument, NULL, 's' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
+    };
+
+    path = NULL;
+    when = "24h";
+
+    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': path = optarg; break;
+        case 's': when = optarg; break;
+
+        case 'h':
+            mc_command_usage(cmd, stdout);
+            return 0;
+
+        default:
+            return mc_usage_error(cmd);
+        }
+    }
+
+    if (optind + 1 != argc) {
+        fprintf(stderr, "mt5credit backfill: which provider? "
+                "\"mt5credit backfill stripe\"\n");
+        return mc_usage_error(cmd);
+    }
+    provider = argv[optind];
+
+    now = (int64_t) time(NULL);
+    if (mc_since(when, now, &since) != 0) {
+        fprintf(stderr, "mt5credit backfill: --since \"%s\": give 30m, 3h, "
+                "2d or 2026-11-30T12:00:00Z, at most 30 days back\n", when);
+        return 2;
+    }
+
+    cfg = mc_config_open(path, 0, 1, &rc);
+    if (cfg == NULL) {
+        return rc;
+    }
+
+    mc_run_setup(cfg, cmd->log_name);
+
+    rc = mc_backfill_run(cfg, provider, since, &mc_stop);
+    free(cfg);
+
+    return rc;
+}
+
+
+/* "30m", "3h", "2d", or a UTC time; within the 30 days Stripe keeps */
+static int
+mc_since(const char *s, int64_t now, int64_t *since)
+{
+    int         used;
+    char       *end;
+    long        n;
+    struct tm   tm;
+
+    n = strtol(s, &end, 10);
+
+    if (end != s && n > 0 && end[0] != '\0' && end[1] == '\0'
+        && strchr("mhd", end[0]) != NULL)
+    {
+        *since = now - n * (end[0] == 'm' ? 60 : end[0] == 'h' ? 3600
+                                                               : 86400);
+
+    } else {
+        memset(&tm, 0, sizeof(tm));
+        used = 0;
+        if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon,
+                   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used)
+            != 6 || used == 0 || s[used] != '\0' || tm.tm_mon < 1
+            || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31
+            || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+        {
+            return -1;
+        }
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        *since = (int64_t) timegm(&tm);
+    }
+
+    return (*since > now || *since < now - 30 * 86400) ? -1 : 0;
 }
 
 

@@ -133,7 +133,9 @@ is_deeply([ sort grep { m{^/lib/systemd/system/.} } keys %$bc ],
                 sort qw(mt5credit-worker.service mt5credit-payout.service
                         mt5credit-poll-provider.service
                         mt5credit-reconcile@.service
-                        mt5credit-reconcile@.timer) ],
+                        mt5credit-reconcile@.timer
+                        mt5credit-backfill@.service
+                        mt5credit-backfill@.timer) ],
           'the systemd units, in /lib/systemd/system');
 ok(exists $bc->{'/usr/lib/sysusers.d/mt5credit.conf'},
    'the system user, as a sysusers.d file');
@@ -321,7 +323,9 @@ SKIP: {
                . "mt5credit-worker.service mt5credit-payout.service "
                . "mt5credit-poll-provider.service "
                . "mt5credit-reconcile\@stripe.service "
-               . "mt5credit-reconcile\@stripe.timer";
+               . "mt5credit-reconcile\@stripe.timer "
+               . "mt5credit-backfill\@stripe.service "
+               . "mt5credit-backfill\@stripe.timer";
     ($rc, $out) = sh($verify);
     ok($rc == 0 && $out eq '', 'systemd-analyze verify --root: every '
        . 'packaged unit clean, its ExecStart the packaged binary') or diag $out;

@@ -50,6 +50,16 @@
 # GET /v1/charges/ch_of_<pi> is the charge a refund names, with its card.
 # POST /control/refund {"id", "status", "failure_reason"} settles one.
 #
+# Events, as `mt5credit backfill` reads them (STATE.json.events):
+#   POST /control/event {"body": "<an event as sent>", "delivered": 0|1}
+#        keeps it, with Stripe's delivery_success (a test that "loses" a
+#        webhook simply never sends it, and keeps it here undelivered);
+#   GET /v1/events?delivery_success=&created[gte]=&limit=&starting_after=
+#        newest first, has_more, each event parsed as Stripe lists them;
+#   GET /v1/events/<id>: the event's own bytes.
+# Their faults: "events_list": "http500_page2" | "more_lie" (has_more on
+# a last page that is short), "event_get": "other_id" | "http500".
+#
 #   stripesim.pl PORT STATE.json KEY
 
 use strict;
@@ -93,6 +103,8 @@ sub answer {
         if $method eq 'POST' && $path eq '/control/refund';
     return reply($c, 200, payouts_locked(sub { $_[0] }))
         if $method eq 'GET' && $path eq '/control/payouts';
+    return control_event($c, $length)
+        if $method eq 'POST' && $path eq '/control/event';
     return reply($c, 401, { error => { type => 'invalid_request_error',
                                        message => 'Invalid API Key' } })
         unless $auth;
@@ -108,6 +120,10 @@ sub answer {
         if $method eq 'GET' && $path =~ m{^/v1/refunds/([A-Za-z0-9_]+)$};
     return refund_list($c, $1)
         if $method eq 'GET' && $path =~ m{^/v1/refunds(?:\?(.*))?$};
+    return event_get($c, $1)
+        if $method eq 'GET' && $path =~ m{^/v1/events/([A-Za-z0-9_]+)$};
+    return event_list($c, $1)
+        if $method eq 'GET' && $path =~ m{^/v1/events(?:\?(.*))?$};
     return charge_get($c, $1)
         if $method eq 'GET' && $path =~ m{^/v1/charges/ch_of_(pi_[A-Za-z0-9_]+)$};
     my ($kind, $id) =
@@ -457,4 +473,72 @@ sub charge_get {
         payment_method_details => { type => 'card',
             card => { brand => $e->{brand} // 'visa',
                       last4 => $e->{last4} // '4242' } } });
+}
+
+
+# ------------------------------------------------------------- events
+
+sub events_locked {
+    locked("$state.events", { events => [] }, $_[0]);
+}
+
+sub control_event {
+    my ($c, $length) = @_;
+    my $req = eval { $json->decode(read_body($c, $length)) } || {};
+    my $e = eval { $json->decode($req->{body} // '') }
+        or return reply($c, 400, { error => 'body is not an event' });
+    events_locked(sub {
+        push @{ $_[0]{events} }, { id => $e->{id}, created => $e->{created},
+                                   body => $req->{body},
+                                   delivered => $req->{delivered} ? 1 : 0 };
+    });
+    return reply($c, 200, { id => $e->{id} });
+}
+
+sub event_list {
+    my ($c, $query) = @_;
+    my %q = map { my ($k, $v) = split /=/, $_, 2; ($k => $v // '') }
+            split /&/, $query // '';
+    my $fault = faults();
+    my $limit = $q{limit} || 10;
+    my @all = reverse @{ events_locked(sub { $_[0]{events} }) };
+    @all = grep { ($_->{delivered} ? 'true' : 'false') eq $q{delivery_success} }
+           @all if defined $q{delivery_success};
+    my $gte = $q{'created%5Bgte%5D'} // $q{'created[gte]'};
+    @all = grep { $_->{created} >= $gte } @all if defined $gte;
+    my $page = 1;
+    if (my $after = $q{starting_after}) {
+        my ($i) = grep { $all[$_]{id} eq $after } 0 .. $#all;
+        return reply($c, 400, { error => { message => 'no such event' } })
+            unless defined $i;
+        @all = @all[$i + 1 .. $#all];
+        $page = 2;
+    }
+    return reply($c, 500, { error => { message => 'injected' } })
+        if $page == 2 && ($fault->{events_list} // '') eq 'http500_page2';
+    my @data = @all > $limit ? @all[0 .. $limit - 1] : @all;
+    my $more = @all > $limit ? 1 : 0;
+    $more = 1 if ($fault->{events_list} // '') eq 'more_lie' && !$more;
+    return reply($c, 200, { object => 'list', url => '/v1/events',
+        has_more => $more ? JSON::PP::true : JSON::PP::false,
+        data => [ map { $json->decode($_->{body}) } @data ] });
+}
+
+sub event_get {
+    my ($c, $id) = @_;
+    my $fault = faults();
+    my ($e) = grep { $_->{id} eq $id }
+              @{ events_locked(sub { $_[0]{events} }) };
+    return reply($c, 404, { error => { type => 'invalid_request_error',
+        message => "No such event: '$id'" } }) unless $e;
+    my $mode = $fault->{event_get} // '';
+    return reply($c, 500, { error => { message => 'injected' } })
+        if $mode eq 'http500';
+    my $body = $e->{body};
+    $body =~ s/"id": "\Q$id\E"/"id": "evt_someone_else"/ if $mode eq 'other_id';
+    print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+           . 'Content-Length: ' . length($body) . "\r\nConnection: close\r\n"
+           . "\r\n$body";
+    close $c;
+    return;
 }
