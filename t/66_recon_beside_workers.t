@@ -14,6 +14,7 @@
 #     server: it takes the slot once the run gives it back
 #   - a run's requests outpacing recon_rate (the test reads the least
 #     time its requests can have taken: a floor, never a speed goal)
+#   - status hiding how fresh reconciliation is (sql/048)
 
 use strict;
 use warnings;
@@ -21,6 +22,7 @@ use warnings;
 use POSIX qw(strftime WNOHANG);
 use Test::More;
 use Time::HiRes qw(sleep time);
+use Time::Local qw(timegm);
 
 use lib 't/lib';
 use Mt5Credit::Stack;
@@ -194,5 +196,25 @@ $sim->reset_stats;
 ($rc, $out, $took) = reconcile($free);
 like($out, qr/requests not paced \(recon_rate = 0\)/,
      'recon_rate = 0: unbounded, and said');
+
+# --- how fresh it is, for the "not reconciled" alert (sql/048) ----------------------
+
+($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--prometheus',
+    '--database', 'host=127.0.0.1 port=' . $sb->pg_port
+                  . ' dbname=mt5credit user=worker');
+is($rc, 0, 'status --prometheus') or diag $out;
+my ($success) = $out =~ /^mt5credit_recon_last_success_timestamp_seconds\{provider="stripe",currency="USD"\} (\d+)$/m;
+ok($success && abs($success - time) < 120,
+   'mt5credit_recon_last_success_timestamp_seconds: the last run, just now');
+my ($y, $m, $d) = split /-/, $day;
+my $midnight = timegm(0, 0, 0, $d, $m - 1, $y);    # the day reconciled
+like($out, qr/^mt5credit_recon_last_day_timestamp_seconds\{provider="stripe",currency="USD"\} $midnight$/m,
+     'mt5credit_recon_last_day_timestamp_seconds: the start of the day compared');
+like($out, qr/^mt5credit_recon_last_run_duration_seconds\{provider="stripe",currency="USD",verdict="(?:reconciled|breaks)"\} [\d.]+$/m,
+     'mt5credit_recon_last_run_duration_seconds, with the verdict');
+($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--database',
+    'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=worker');
+like($out, qr/^  stripe USD: last day \d{4}-\d\d-\d\d; last run (?:reconciled|breaks) in [\d.]+ s$/m,
+     '... and in the table');
 
 done_testing;

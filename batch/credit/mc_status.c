@@ -63,6 +63,8 @@ static const mc_status_metric_t  mc_status_metrics[] = {
 static void mc_status_prometheus(FILE *out, const char *metric,
     const char *kind, const char *status, const char *value);
 static int mc_status_pauses(PGconn *conn, int prometheus, FILE *out);
+static void mc_status_families(FILE *out, PGresult *res);
+static int mc_status_recon(PGconn *conn, int prometheus, FILE *out);
 
 
 int
@@ -134,9 +136,17 @@ mc_status_print(const char *conninfo, int prometheus, FILE *out)
                 kind[0] ? kind : "-", status[0] ? status : "-", value);
     }
 
+    /* a family with no sample now is still declared: an alert on it
+       must find its name, and a dashboard its type */
+    if (prometheus) {
+        mc_status_families(out, res);
+    }
+
     PQclear(res);
 
-    if (mc_status_pauses(conn, prometheus, out) != 0) {
+    if (mc_status_pauses(conn, prometheus, out) != 0
+        || mc_status_recon(conn, prometheus, out) != 0)
+    {
         PQfinish(conn);
         return 1;
     }
@@ -206,6 +216,33 @@ mc_status_pauses(PGconn *conn, int prometheus, FILE *out)
 }
 
 
+/* HELP and TYPE of each family that had no sample in res */
+static void
+mc_status_families(FILE *out, PGresult *res)
+{
+    int                        i, rows, seen;
+    const mc_status_metric_t  *m;
+
+    rows = PQntuples(res);
+
+    for (m = mc_status_metrics; m->metric != NULL; m++) {
+        if (m->type == NULL) {
+            continue;               /* a histogram's _count and _sum */
+        }
+
+        seen = 0;
+        for (i = 0; i < rows && !seen; i++) {
+            seen = strcmp(PQgetvalue(res, i, 0), m->metric) == 0;
+        }
+
+        if (!seen) {
+            fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", m->family, m->help,
+                    m->family, m->type);
+        }
+    }
+}
+
+
 /* value NULL: the family's HELP and TYPE; else one sample */
 static void
 mc_status_prometheus(FILE *out, const char *metric, const char *kind,
@@ -242,4 +279,91 @@ mc_status_prometheus(FILE *out, const char *metric, const char *kind,
     }
 
     fprintf(out, " %s\n", value);
+}
+
+
+/*
+ * How fresh reconciliation is (sql/048), per provider and currency: the
+ * last business day compared, when, and the last run's time and verdict.
+ * Providers and currencies are names the schema checked.
+ */
+static int
+mc_status_recon(PGconn *conn, int prometheus, FILE *out)
+{
+    int          i, n;
+    PGresult    *res;
+    const char  *prov, *cur;
+
+    res = PQexec(conn, "SELECT provider, currency, "
+                       "coalesce(last_day::text, ''), "
+                       "coalesce(extract(epoch FROM last_day_start)::bigint"
+                       "::text, ''), "
+                       "coalesce(extract(epoch FROM last_success_at)::bigint"
+                       "::text, ''), coalesce(last_run_verdict, ''), "
+                       "coalesce(last_run_seconds::text, '') "
+                       "FROM mt5credit.recon_freshness()");
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "mt5credit: status: reconciliation: %s",
+                PQresultErrorMessage(res));
+        PQclear(res);
+        return 1;
+    }
+
+    n = PQntuples(res);
+
+    if (!prometheus) {
+        fprintf(out, "\nreconciled: %d provider and currency pair%s\n", n,
+                n == 1 ? "" : "s");
+        for (i = 0; i < n; i++) {
+            fprintf(out, "  %s %s: last day %s; last run %s in %s s\n",
+                    PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                    PQgetvalue(res, i, 2)[0] ? PQgetvalue(res, i, 2)
+                                             : "none complete",
+                    PQgetvalue(res, i, 5)[0] ? PQgetvalue(res, i, 5) : "-",
+                    PQgetvalue(res, i, 6)[0] ? PQgetvalue(res, i, 6) : "-");
+        }
+        PQclear(res);
+        return 0;
+    }
+
+    fprintf(out, "# HELP mt5credit_recon_last_success_timestamp_seconds When "
+            "the last complete reconciliation run finished.\n"
+            "# TYPE mt5credit_recon_last_success_timestamp_seconds gauge\n");
+    for (i = 0; i < n; i++) {
+        if (PQgetvalue(res, i, 4)[0]) {
+            prov = PQgetvalue(res, i, 0);
+            cur = PQgetvalue(res, i, 1);
+            fprintf(out, "mt5credit_recon_last_success_timestamp_seconds"
+                    "{provider=\"%s\",currency=\"%s\"} %s\n", prov, cur,
+                    PQgetvalue(res, i, 4));
+        }
+    }
+
+    fprintf(out, "# HELP mt5credit_recon_last_day_timestamp_seconds The "
+            "start of the last business day a run compared completely.\n"
+            "# TYPE mt5credit_recon_last_day_timestamp_seconds gauge\n");
+    for (i = 0; i < n; i++) {
+        if (PQgetvalue(res, i, 3)[0]) {
+            fprintf(out, "mt5credit_recon_last_day_timestamp_seconds"
+                    "{provider=\"%s\",currency=\"%s\"} %s\n",
+                    PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                    PQgetvalue(res, i, 3));
+        }
+    }
+
+    fprintf(out, "# HELP mt5credit_recon_last_run_duration_seconds How long "
+            "the last finished run took, with its verdict.\n"
+            "# TYPE mt5credit_recon_last_run_duration_seconds gauge\n");
+    for (i = 0; i < n; i++) {
+        if (PQgetvalue(res, i, 6)[0]) {
+            fprintf(out, "mt5credit_recon_last_run_duration_seconds"
+                    "{provider=\"%s\",currency=\"%s\",verdict=\"%s\"} %s\n",
+                    PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                    PQgetvalue(res, i, 5), PQgetvalue(res, i, 6));
+        }
+    }
+
+    PQclear(res);
+    return 0;
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/perl
+#
+# The shipped alert rules (docs/examples/mt5credit-alerts.yml) against
+# the metrics the programs really print.  Impossible:
+#   - a rule naming a metric neither the edge's status page nor
+#     `mt5credit status --prometheus` has (a rename that left an alert
+#     silent for ever)
+#   - a rule without a severity or a summary
+
+use strict;
+use warnings;
+
+use Test::More;
+
+use lib 't/lib';
+use Mt5Credit::Stack;
+use Mt5Credit::Worker;
+
+my $st = Mt5Credit::Stack->new;
+my $sb = $st->sb;
+
+# every family the two sources declare (# TYPE), with samples or not
+my %family;
+my $edge = $sb->http('GET', '/status');
+is($edge->{status}, 200, "the edge's status page");
+$family{$_} = 'edge' for $edge->{body} =~ /^# TYPE (\S+) /mg;
+my ($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--prometheus',
+    '--database', 'host=127.0.0.1 port=' . $sb->pg_port
+                  . ' dbname=mt5credit user=worker');
+is($rc, 0, 'mt5credit status --prometheus') or diag $out;
+$family{$_} = 'status' for $out =~ /^# TYPE (\S+) /mg;
+cmp_ok(scalar(keys %family), '>=', 20, scalar(keys %family)
+       . ' metric families between them');
+
+my $rules = do {
+    open my $f, '<', "$Mt5Credit::Sandbox::ROOT/docs/examples/mt5credit-alerts.yml"
+        or die $!;
+    local $/;
+    <$f>;
+};
+my @alerts = split /^\s+- alert: /m, $rules;
+shift @alerts;
+cmp_ok(scalar @alerts, '>=', 10, scalar(@alerts) . ' alert rules');
+
+for my $a (@alerts) {
+    my ($name) = $a =~ /^(\S+)/;
+    my ($expr) = $a =~ /^\s+expr: (.*)$/m;
+    my @used = ($expr // '') =~ /\b(mt5credit_[a-z0-9_]+)/g;
+    ok(@used, "$name names a metric");
+    for my $m (@used) {
+        # a histogram's series carry their family's name plus a suffix
+        (my $fam = $m) =~ s/_(bucket|count|sum)$//;
+        ok($family{$m} || $family{$fam}, "$name: $m exists");
+    }
+    like($a, qr/severity: (?:page|ticket)\b/, "$name has a severity");
+    like($a, qr/summary: "/, "$name has a summary");
+}
+
+done_testing;
