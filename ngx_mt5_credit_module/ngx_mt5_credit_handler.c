@@ -47,6 +47,12 @@ typedef struct {
     ngx_mt5_credit_sig_parsed_t   parsed;
     ngx_str_t                     body;
     u_char                        signed_at[8];   /* int8, network order */
+
+    /* what became of it, for $mt5_credit_* in access_log lines */
+    ngx_str_t                     outcome;
+    ngx_str_t                     reason;
+    ngx_str_t                     event;          /* our event row */
+    ngx_str_t                     credit;
 } ngx_mt5_credit_ctx_t;
 
 
@@ -73,6 +79,11 @@ static ngx_int_t ngx_mt5_credit_unavailable(ngx_http_request_t *r,
 static ngx_int_t ngx_mt5_credit_send(ngx_http_request_t *r,
     ngx_uint_t status, u_char *json, size_t len);
 static const char *ngx_mt5_credit_scheme_name(ngx_mt5_credit_sig_conf_t *sig);
+static ngx_int_t ngx_mt5_credit_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static void ngx_mt5_credit_keep(ngx_http_request_t *r, ngx_str_t *to,
+    u_char *from, size_t len);
+static const char *ngx_mt5_credit_cause(ngx_mt5_credit_stat_e why);
 
 
 static ngx_str_t  ngx_mt5_credit_stripe_header =
@@ -455,6 +466,7 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
     int64_t                      credit;
     ngx_str_t                    outcome, credit_id, event_id, detail;
     ngx_uint_t                   level;
+    ngx_mt5_credit_ctx_t        *ctx;
     ngx_mt5_credit_loc_conf_t   *lcf;
     ngx_mt5_credit_main_conf_t  *mcf;
 
@@ -476,6 +488,14 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
     event_id.len = PQgetlength(res, 0, 2);
     detail.data = (u_char *) PQgetvalue(res, 0, 3);
     detail.len = PQgetlength(res, 0, 3);
+
+    /* the result is freed before the access log is written: copies */
+    ctx = ngx_http_get_module_ctx(r, ngx_mt5_credit_module);
+    if (ctx != NULL) {
+        ngx_mt5_credit_keep(r, &ctx->outcome, outcome.data, outcome.len);
+        ngx_mt5_credit_keep(r, &ctx->event, event_id.data, event_id.len);
+        ngx_mt5_credit_keep(r, &ctx->credit, credit_id.data, credit_id.len);
+    }
 
     if (ngx_strcmp(outcome.data, "malformed") == 0) {
         /* signed, but not an event: nothing was stored */
@@ -606,6 +626,10 @@ ngx_mt5_credit_reject(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx,
 
     reason = ngx_mt5_credit_sig_reason(rc);
 
+    ngx_str_set(&ctx->outcome, "rejected");
+    ctx->reason.data = (u_char *) reason;
+    ctx->reason.len = ngx_strlen(reason);
+
     if (ctx->parsed.id.len) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "mt5_credit: webhook rejected: provider=%V scheme=%s "
@@ -675,9 +699,21 @@ ngx_mt5_credit_unavailable(ngx_http_request_t *r, ngx_mt5_credit_stat_e why)
     ngx_table_elt_t             *h;
     ngx_mt5_credit_main_conf_t  *mcf;
 
+    ngx_mt5_credit_ctx_t        *ctx;
+
     static u_char  json[] = "{\"error\":\"temporarily_unavailable\"}";
 
     mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    ctx = ngx_http_get_module_ctx(r, ngx_mt5_credit_module);
+    if (ctx != NULL) {
+        ngx_str_set(&ctx->outcome, "unavailable");
+        ngx_str_null(&ctx->reason);
+        if (why != NGX_MT5_CREDIT_STAT_N) {
+            ctx->reason.data = (u_char *) ngx_mt5_credit_cause(why);
+            ctx->reason.len = ngx_strlen(ctx->reason.data);
+        }
+    }
 
     if (why != NGX_MT5_CREDIT_STAT_N) {
         ngx_mt5_credit_count(mcf, why);
@@ -755,5 +791,110 @@ ngx_mt5_credit_scheme_name(ngx_mt5_credit_sig_conf_t *sig)
 
     default:
         return "hmac-sha256";
+    }
+}
+
+
+/*
+ * $mt5_credit_outcome  stored, duplicate, conflict, credit_created,
+ *                      case_opened, malformed, rejected, unavailable
+ * $mt5_credit_reason   why it was rejected or unavailable
+ * $mt5_credit_event    our stored event's row
+ * $mt5_credit_credit   the credit it made or names
+ * Each is "not found" (logged "-") where it does not apply.
+ */
+
+static ngx_http_variable_t  ngx_mt5_credit_variables[] = {
+    { ngx_string("mt5_credit_outcome"), NULL, ngx_mt5_credit_variable,
+      offsetof(ngx_mt5_credit_ctx_t, outcome), NGX_HTTP_VAR_NOCACHEABLE, 0 },
+    { ngx_string("mt5_credit_reason"), NULL, ngx_mt5_credit_variable,
+      offsetof(ngx_mt5_credit_ctx_t, reason), NGX_HTTP_VAR_NOCACHEABLE, 0 },
+    { ngx_string("mt5_credit_event"), NULL, ngx_mt5_credit_variable,
+      offsetof(ngx_mt5_credit_ctx_t, event), NGX_HTTP_VAR_NOCACHEABLE, 0 },
+    { ngx_string("mt5_credit_credit"), NULL, ngx_mt5_credit_variable,
+      offsetof(ngx_mt5_credit_ctx_t, credit), NGX_HTTP_VAR_NOCACHEABLE, 0 },
+    ngx_http_null_variable
+};
+
+
+ngx_int_t
+ngx_mt5_credit_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_mt5_credit_variables; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_str_t             *s;
+    ngx_mt5_credit_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_mt5_credit_module);
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    s = (ngx_str_t *) ((u_char *) ctx + data);
+    if (s->len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->len = s->len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->data = s->data;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_mt5_credit_keep(ngx_http_request_t *r, ngx_str_t *to, u_char *from,
+    size_t len)
+{
+    to->len = 0;
+
+    if (len == 0) {
+        return;
+    }
+
+    to->data = ngx_pnalloc(r->pool, len);
+    if (to->data == NULL) {
+        return;                     /* logged as "-": no worse than that */
+    }
+
+    ngx_memcpy(to->data, from, len);
+    to->len = len;
+}
+
+
+/* the cause label of mt5credit_db_failures_total, for $mt5_credit_reason */
+static const char *
+ngx_mt5_credit_cause(ngx_mt5_credit_stat_e why)
+{
+    switch (why) {
+    case NGX_MT5_CREDIT_STAT_DB_ERROR:      return "error";
+    case NGX_MT5_CREDIT_STAT_DB_TIMEOUT:    return "timeout";
+    case NGX_MT5_CREDIT_STAT_DB_UNAVAILABLE: return "unavailable";
+    case NGX_MT5_CREDIT_STAT_QUEUE_FULL:    return "queue_full";
+    case NGX_MT5_CREDIT_STAT_QUEUE_TIMEOUT: return "queue_timeout";
+    default:                                return "";
     }
 }

@@ -204,7 +204,7 @@ static ngx_command_t  ngx_mt5_credit_commands[] = {
 
 
 static ngx_http_module_t  ngx_mt5_credit_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_mt5_credit_add_variables,          /* preconfiguration */
     ngx_mt5_credit_postconfiguration,      /* postconfiguration */
 
     ngx_mt5_credit_create_main_conf,       /* create main configuration */

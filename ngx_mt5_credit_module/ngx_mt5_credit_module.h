@@ -127,6 +127,7 @@ extern ngx_module_t  ngx_mt5_credit_module;
 
 /* ngx_mt5_credit_handler.c */
 ngx_int_t ngx_mt5_credit_webhook_handler(ngx_http_request_t *r);
+ngx_int_t ngx_mt5_credit_add_variables(ngx_conf_t *cf);
 
 /* ngx_mt5_credit_body.c: the request body's buffers as one copy */
 ngx_int_t ngx_mt5_credit_body_assemble(ngx_chain_t *bufs, ngx_pool_t *pool,

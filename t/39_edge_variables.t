@@ -1,0 +1,107 @@
+#!/usr/bin/perl
+#
+# The module's nginx variables, in an access_log line with escape=json:
+# $mt5_credit_outcome, $mt5_credit_reason, $mt5_credit_event and
+# $mt5_credit_credit, beside nginx's own $request_id.  Impossible:
+#   - a delivery's log line not saying what became of it: the credit it
+#     made, the duplicate, the rejection with its reason, the signed body
+#     that is not an event, the 503 with its cause
+#   - an access log line that names the wrong event or credit (they are
+#     the ones in the database and in the answer)
+#   - a request the module did not handle carrying its values
+
+use strict;
+use warnings;
+
+use JSON::PP;
+use Test::More;
+
+use lib 't/lib';
+use Mt5Credit::Stack;
+use Mt5Credit::Provider qw(stripe_event stripe_headers);
+
+my $json = JSON::PP->new;
+my $format = join '', '{"status":"$status",',
+    '"outcome":"$mt5_credit_outcome","reason":"$mt5_credit_reason",',
+    '"event":"$mt5_credit_event","credit":"$mt5_credit_credit",',
+    '"request_id":"$request_id"}';
+my $st = Mt5Credit::Stack->new(
+    nginx_http => "log_format mc_json escape=json '$format';",
+    locations => 'access_log %%DIR%%/access.json mc_json;');
+my $sb = $st->sb;
+my $log = $sb->dir . '/access.json';
+$st->account(login => 70801);
+
+# nginx writes the line after the answer is sent: wait for it
+my $seen = 0;
+sub last_line {
+    for (1 .. 50) {
+        if (open my $f, '<', $log) {
+            my @lines = <$f>;
+            if (@lines > $seen) {
+                $seen = @lines;
+                return $json->decode($lines[-1]);
+            }
+        }
+        select undef, undef, undef, 0.1;
+    }
+    return {};
+}
+
+# a paid deposit: credit_created, naming the event and the credit
+my $dep = $sb->create_deposit(client => 'alice', login => 70801,
+                              amount => 5000);
+my $body = stripe_event(deposit => $dep, amount => 5000, pi => 'pi_vars_1');
+my $res = $st->webhook($body);
+is($res->{status}, 200, 'a payment webhook');
+my $answer = $json->decode($res->{body});
+my $l = last_line();
+is($l->{outcome}, 'credit_created', '$mt5_credit_outcome: credit_created');
+is($l->{credit}, $answer->{credit}, '$mt5_credit_credit: the credit made ('
+   . "$answer->{credit})");
+is($l->{event}, $answer->{event}, '$mt5_credit_event: the stored event');
+is($sb->sql1("SELECT credit_id FROM mt5credit.webhook_event WHERE id = "
+             . "$l->{event}"), $l->{credit}, '... which names that credit');
+is($l->{reason}, '', '$mt5_credit_reason: empty');
+like($l->{request_id}, qr/^[0-9a-f]{32}$/, '$request_id beside them');
+
+$res = $st->webhook($body);
+$l = last_line();
+is($l->{outcome}, 'duplicate', 'the same delivery again: duplicate');
+is($l->{credit}, $answer->{credit}, '... naming the same credit');
+
+# refused before anything is stored
+$res = $sb->http('POST', '/webhooks/stripe', body => $body,
+                 headers => stripe_headers('whsec_wrong', $body));
+is($res->{status}, 400, 'a wrong signature: 400');
+$l = last_line();
+is("$l->{outcome} $l->{reason}", 'rejected bad_signature',
+   '... logged rejected, bad_signature');
+is("$l->{event}$l->{credit}", '', '... with no event or credit');
+
+# signed, but not an event
+my $junk = 'not json at all';
+$res = $sb->http('POST', '/webhooks/stripe', body => $junk,
+                 headers => stripe_headers($Mt5Credit::Stack::SECRET, $junk));
+is($res->{status}, 400, 'a signed body that is not an event: 400');
+is(last_line()->{outcome}, 'malformed', '... logged malformed');
+
+# a request of another location
+$sb->http('GET', '/status');
+$l = last_line();
+is("$l->{status} $l->{outcome}$l->{credit}", '200 ',
+   'the status page: none of the module\'s values');
+
+# the database away: 503, and why
+$sb->stop_postgres('fast');
+my $dep2 = 'dep_999999';
+$res = $st->webhook(stripe_event(deposit => $dep2, amount => 100,
+                                 pi => 'pi_vars_2'));
+is($res->{status}, 503, 'PostgreSQL away: 503');
+$l = last_line();
+is($l->{outcome}, 'unavailable', '... logged unavailable');
+like($l->{reason}, qr/^(?:unavailable|error|timeout)$/,
+     "... with the cause ($l->{reason})");
+$sb->start_postgres;
+
+done_testing;
