@@ -390,6 +390,7 @@ mc_run_setup(const mc_config_t *cfg, const char *name)
     (void) mc_log_parse_level(cfg->log_level, &level);
     mc_log_set_level(level);
     mc_log_set_name(name);
+    mc_log_set_json(strcmp(cfg->log_format, "json") == 0);
 
     mc_log(MC_LOG_INFO, "mt5credit %s (commit %s)", mc_version, mc_commit);
 

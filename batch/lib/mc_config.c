@@ -83,6 +83,9 @@ static const mc_key_t  mc_main_keys[] = {
       "POSTed a JSON object on every alert" },
     { "log_level", MC_KEY_STR, MC_MAIN(log_level), 0, 0,
       "debug, info, warn, error (info)" },
+    { "log_format", MC_KEY_STR, MC_MAIN(log_format), 0, 0,
+      "text, or json: one object a line, with credit, ref, server, login "
+      "and payout as fields where the line names them (text)" },
     { "state_dir", MC_KEY_STR, MC_MAIN(state_dir), 0, 0,
       "work: where each worker keeps its last claim, outside the database, "
       "so a database that went back in time (a failover, a restore) is "
@@ -225,6 +228,7 @@ mc_config_defaults(mc_config_t *cfg)
              (int) getpid());
     strcpy(cfg->redis_key, "mt5credit:wake");
     strcpy(cfg->log_level, "info");
+    strcpy(cfg->log_format, "text");
     strcpy(cfg->state_dir, "/var/lib/mt5credit");
     cfg->poll_interval = 5;
     cfg->lease = 120;
@@ -592,6 +596,14 @@ mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
     if (mc_log_parse_level(cfg->log_level, &level) != 0) {
         snprintf(err, errlen, "%s: unknown log_level \"%s\"", cfg->path,
                  cfg->log_level);
+        return -1;
+    }
+
+    if (strcmp(cfg->log_format, "text") != 0
+        && strcmp(cfg->log_format, "json") != 0)
+    {
+        snprintf(err, errlen, "%s: log_format \"%s\": text or json",
+                 cfg->path, cfg->log_format);
         return -1;
     }
 

@@ -26,6 +26,8 @@ typedef enum {
 void mc_log_set_level(mc_log_level_e level);
 int mc_log_parse_level(const char *name, mc_log_level_e *level);
 void mc_log_set_name(const char *name);
+/* 1: one JSON object a line (log_format = json); 0: text */
+void mc_log_set_json(int json);
 
 void mc_log(mc_log_level_e level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
