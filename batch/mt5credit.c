@@ -105,12 +105,16 @@ static const mc_command_t  mc_commands[] = {
       "look up the outcome of unknown credits once, then exit",
       MC_CONFIG_OPTION MC_HELP_OPTION, 1, "mt5credit-resolve", NULL },
 
-    { "status", mc_cmd_status, "[-c FILE | --database INFO] [--prometheus]",
+    { "status", mc_cmd_status,
+      "[-c FILE | --database INFO] [--prometheus | --textfile FILE]",
       "counts per status and kind, oldest pending and unknown\n"
       "ages, open cases, and which mt5credit read them",
       MC_CONFIG_OPTION
       "      --database INFO  a libpq conninfo instead of a config file\n"
       "      --prometheus     Prometheus text format\n"
+      "      --textfile FILE  the same, written to FILE atomically (a\n"
+      "                       temporary file renamed over it), for\n"
+      "                       node-exporter's textfile collector\n"
       MC_HELP_OPTION, 0, NULL, NULL },
 
     { "reconcile", mc_cmd_reconcile,
@@ -585,19 +589,21 @@ static int
 mc_cmd_status(const mc_command_t *cmd, int argc, char **argv)
 {
     int           c, prometheus, rc;
-    const char   *path, *database;
+    const char   *path, *database, *textfile;
     mc_config_t  *cfg;
 
     static struct option  opts[] = {
         { "config", required_argument, NULL, 'c' },
         { "database", required_argument, NULL, 'd' },
         { "prometheus", no_argument, NULL, 'p' },
+        { "textfile", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
 
     path = NULL;
     database = NULL;
+    textfile = NULL;
     prometheus = 0;
 
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -612,6 +618,11 @@ mc_cmd_status(const mc_command_t *cmd, int argc, char **argv)
             break;
 
         case 'p':
+            prometheus = 1;
+            break;
+
+        case 't':
+            textfile = optarg;
             prometheus = 1;
             break;
 
@@ -639,7 +650,8 @@ mc_cmd_status(const mc_command_t *cmd, int argc, char **argv)
         database = cfg->database;
     }
 
-    rc = mc_status_print(database, prometheus, stdout);
+    rc = textfile != NULL ? mc_status_textfile(database, textfile)
+                          : mc_status_print(database, prometheus, stdout);
     free(cfg);
 
     return rc;

@@ -6,6 +6,8 @@
 #     `mt5credit status --prometheus` has (a rename that left an alert
 #     silent for ever)
 #   - a rule without a severity or a summary
+#   - a textfile for node-exporter written in place (a scrape reading half
+#     of it), or a failed write replacing the last good one
 
 use strict;
 use warnings;
@@ -55,5 +57,25 @@ for my $a (@alerts) {
     like($a, qr/severity: (?:page|ticket)\b/, "$name has a severity");
     like($a, qr/summary: "/, "$name has a summary");
 }
+
+# --- status --textfile ------------------------------------------------------
+
+my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=worker';
+my $prom = $sb->dir . '/mt5credit.prom';
+($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--database', $db,
+                                     '--textfile', $prom);
+is($rc, 0, 'status --textfile') or diag $out;
+is($out, '', '... prints nothing');
+my $text = do { local $/; open my $f, '<', $prom or die; <$f> };
+like($text, qr/^# TYPE mt5credit_credits gauge$/m, '... the file has the metrics');
+like($text, qr/^mt5credit_build_info\{/m, '... all of them');
+is(scalar(() = glob("$prom.tmp.*")), 0, '... and no temporary file is left');
+($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--database',
+    'host=127.0.0.1 port=1 dbname=mt5credit user=worker connect_timeout=2',
+    '--textfile', $prom);
+is($rc, 1, 'the database away: exit 1');
+is(do { local $/; open my $f, '<', $prom or die; <$f> }, $text,
+   '... and the last good file stays as it was');
+is(scalar(() = glob("$prom.tmp.*")), 0, '... with no temporary file left');
 
 done_testing;

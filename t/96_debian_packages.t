@@ -135,7 +135,9 @@ is_deeply([ sort grep { m{^/lib/systemd/system/.} } keys %$bc ],
                         mt5credit-reconcile@.service
                         mt5credit-reconcile@.timer
                         mt5credit-backfill@.service
-                        mt5credit-backfill@.timer) ],
+                        mt5credit-backfill@.timer
+                        mt5credit-status-textfile.service
+                        mt5credit-status-textfile.timer) ],
           'the systemd units, in /lib/systemd/system');
 ok(exists $bc->{'/usr/lib/sysusers.d/mt5credit.conf'},
    'the system user, as a sysusers.d file');
@@ -325,7 +327,9 @@ SKIP: {
                . "mt5credit-reconcile\@stripe.service "
                . "mt5credit-reconcile\@stripe.timer "
                . "mt5credit-backfill\@stripe.service "
-               . "mt5credit-backfill\@stripe.timer";
+               . "mt5credit-backfill\@stripe.timer "
+               . "mt5credit-status-textfile.service "
+               . "mt5credit-status-textfile.timer";
     ($rc, $out) = sh($verify);
     ok($rc == 0 && $out eq '', 'systemd-analyze verify --root: every '
        . 'packaged unit clean, its ExecStart the packaged binary') or diag $out;

@@ -57,7 +57,9 @@ is_deeply([ sort @units ],
           [ sort qw(mt5credit-worker.service mt5credit-payout.service
                     mt5credit-poll-provider.service
                     mt5credit-reconcile@.service mt5credit-reconcile@.timer
-                    mt5credit-backfill@.service mt5credit-backfill@.timer) ],
+                    mt5credit-backfill@.service mt5credit-backfill@.timer
+                    mt5credit-status-textfile.service
+                    mt5credit-status-textfile.timer) ],
           'the systemd units');
 unlike(join('', map { local $/; open my $f, '<', $_ or die; <$f> }
                 glob("$stage/usr/local/lib/systemd/system/*")),
@@ -121,7 +123,9 @@ SKIP: {
                      . "mt5credit-reconcile\@stripe.service "
                      . "mt5credit-reconcile\@stripe.timer "
                      . "mt5credit-backfill\@stripe.service "
-                     . "mt5credit-backfill\@stripe.timer");
+                     . "mt5credit-backfill\@stripe.timer "
+                     . "mt5credit-status-textfile.service "
+                     . "mt5credit-status-textfile.timer");
     ok($rc == 0 && $out eq '', 'systemd-analyze verify: every unit clean, no '
        . 'warning') or diag $out;
 }

@@ -7,8 +7,10 @@
  */
 
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -366,4 +368,49 @@ mc_status_recon(PGconn *conn, int prometheus, FILE *out)
 
     PQclear(res);
     return 0;
+}
+
+
+int
+mc_status_textfile(const char *conninfo, const char *path)
+{
+    int    rc;
+    char   tmp[1024];
+    FILE  *f;
+
+    if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path,
+                          (int) getpid()) >= sizeof(tmp))
+    {
+        fprintf(stderr, "mt5credit: status: --textfile: path too long\n");
+        return 2;
+    }
+
+    f = fopen(tmp, "w");
+    if (f == NULL) {
+        fprintf(stderr, "mt5credit: status: %s: %s\n", tmp, strerror(errno));
+        return 1;
+    }
+
+    rc = mc_status_print(conninfo, 1, f);
+
+    if (rc == 0 && (fflush(f) != 0 || fsync(fileno(f)) != 0)) {
+        fprintf(stderr, "mt5credit: status: %s: %s\n", tmp, strerror(errno));
+        rc = 1;
+    }
+
+    if (fclose(f) != 0 && rc == 0) {
+        fprintf(stderr, "mt5credit: status: %s: %s\n", tmp, strerror(errno));
+        rc = 1;
+    }
+
+    if (rc == 0 && rename(tmp, path) != 0) {
+        fprintf(stderr, "mt5credit: status: %s: %s\n", path, strerror(errno));
+        rc = 1;
+    }
+
+    if (rc != 0) {
+        (void) unlink(tmp);
+    }
+
+    return rc;
 }
