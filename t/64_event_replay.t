@@ -5,6 +5,7 @@
 # simulator.  Impossible:
 #   - a replay making a second credit: an event replayed 10 times, by two
 #     people, leaves its one credit and one MT5 deal
+#   - an event not found by its deposit, or found outside --until
 #   - an event stored before its deposit existed staying uncredited once
 #     the deposit is there and the event is replayed, or being credited to
 #     any login but the deposit's
@@ -158,6 +159,17 @@ like($out, qr/"signature_scheme": "stripe"/, 'and the scheme');
 like($out, qr/^$ev\s+stripe\s+evt_replay_early\s+.*\s12\s/m,
      'list finds the event by its payment, with its 12 replays');
 like($out, qr/\(1 event\)/, 'and only it');
+
+($rc, $out) = events('ops_alice', 'list', '--deposit', $next);
+like($out, qr/^$ev\s+stripe\s+evt_replay_early\s/m,
+     'list --deposit finds it by the deposit it names');
+my $received = $sb->sql1("SELECT received_at FROM mt5credit.webhook_event "
+                         . "WHERE id = $ev");
+($rc, $out) = events('ops_alice', 'list', '--deposit', $next, '--until',
+                     $received);
+like($out, qr/\(0 events\)/, '--until: received before it, so not it');
+($rc, $out) = events('ops_alice', 'list', '--deposit', 'dep_nothing');
+like($out, qr/\(0 events\)/, 'a deposit no event names: none');
 
 ($rc, $out) = events('ops_alice', 'replay', 999999, '--reason', 'x');
 is($rc, 1, 'replaying an event that does not exist fails');

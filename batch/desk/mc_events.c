@@ -20,7 +20,9 @@ typedef struct {
     const char  *type;
     const char  *disposition;
     const char  *payment;
+    const char  *deposit;
     const char  *since;
+    const char  *until;
     const char  *limit;
     const char  *reason;
     int          raw;
@@ -40,9 +42,11 @@ mc_events_usage(FILE *f)
 "usage: mt5credit events <action> [options]\n"
 "\n"
 "  list [--provider P] [--type T] [--disposition D] [--payment KEY]\n"
-"       [--since 2026-11-01] [--limit N]\n"
-"        stored events, newest first; --payment: the events whose bytes\n"
-"        name the payment (a scan: give --since on a large store)\n"
+"       [--deposit dep_...] [--since 2026-11-01] [--until 2026-11-02]\n"
+"       [--limit N]\n"
+"        stored events, newest first; --payment, --deposit: the events\n"
+"        whose bytes name it or whose credit is of it (a scan: give\n"
+"        --since on a large store); --until: received before it\n"
 "  show ID [--raw]\n"
 "        the event: scheme, signature time, when it was received, its\n"
 "        bytes as received, what ingest() did, its replays; --raw: only\n"
@@ -145,7 +149,9 @@ mc_events_parse(int argc, char **argv, mc_events_opts_t *o)
         { "type", required_argument, NULL, 't' },
         { "disposition", required_argument, NULL, 'd' },
         { "payment", required_argument, NULL, 'P' },
+        { "deposit", required_argument, NULL, 'D' },
         { "since", required_argument, NULL, 's' },
+        { "until", required_argument, NULL, 'u' },
         { "limit", required_argument, NULL, 'l' },
         { "reason", required_argument, NULL, 'r' },
         { "raw", no_argument, NULL, 'R' },
@@ -162,7 +168,9 @@ mc_events_parse(int argc, char **argv, mc_events_opts_t *o)
         case 't': o->type = optarg; break;
         case 'd': o->disposition = optarg; break;
         case 'P': o->payment = optarg; break;
+        case 'D': o->deposit = optarg; break;
         case 's': o->since = optarg; break;
+        case 'u': o->until = optarg; break;
         case 'l': o->limit = optarg; break;
         case 'r': o->reason = optarg; break;
         case 'R': o->raw = 1; break;
@@ -183,8 +191,8 @@ mc_events_list(PGconn *conn, const mc_events_opts_t *o)
 {
     int          i, n;
     PGresult    *res;
-    const char  *p[6] = { o->provider, o->type, o->disposition, o->payment,
-                          o->since, o->limit };
+    const char  *p[8] = { o->provider, o->type, o->disposition, o->payment,
+                          o->deposit, o->since, o->until, o->limit };
 
     res = PQexecParams(conn,
         "SELECT id, provider, provider_event_id, coalesce(event_type, '-'), "
@@ -192,8 +200,8 @@ mc_events_list(PGconn *conn, const mc_events_opts_t *o)
         "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), disposition, "
         "coalesce(credit_id::text, '-'), replays, bytes, "
         "coalesce(detail, '') "
-        "FROM mt5credit.events_list($1, $2, $3, $4, $5::timestamptz, "
-        "$6::integer)", 6, NULL, p, NULL, NULL, 0);
+        "FROM mt5credit.events_list($1, $2, $3, $4, $5, $6::timestamptz, "
+        "$7::timestamptz, $8::integer)", 8, NULL, p, NULL, NULL, 0);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         fprintf(stderr, "mt5credit: events list: %s",
