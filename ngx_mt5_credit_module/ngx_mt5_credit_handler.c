@@ -118,6 +118,7 @@ ngx_mt5_credit_webhook_handler(ngx_http_request_t *r)
 
     if (r->method != NGX_HTTP_POST) {
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_METHOD);
+        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_RESPONSES_405);
 
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
@@ -466,6 +467,7 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
     int64_t                      credit;
     ngx_str_t                    outcome, credit_id, event_id, detail;
     ngx_uint_t                   level;
+    ngx_time_t                  *tp;
     ngx_mt5_credit_ctx_t        *ctx;
     ngx_mt5_credit_loc_conf_t   *lcf;
     ngx_mt5_credit_main_conf_t  *mcf;
@@ -509,6 +511,11 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
                                    ngx_mt5_credit_malformed.data,
                                    ngx_mt5_credit_malformed.len);
     }
+
+    /* committed: how long it took, from the request's first byte */
+    tp = ngx_timeofday();
+    ngx_mt5_credit_stat_ingest(mcf, (ngx_msec_t)
+        ((tp->sec - r->start_sec) * 1000 + (tp->msec - r->start_msec)));
 
     if (ngx_strcmp(outcome.data, "credit_created") == 0) {
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CREDIT_CREATED);
@@ -697,9 +704,8 @@ ngx_mt5_credit_unavailable(ngx_http_request_t *r, ngx_mt5_credit_stat_e why)
 {
     u_char                      *p;
     ngx_table_elt_t             *h;
-    ngx_mt5_credit_main_conf_t  *mcf;
-
     ngx_mt5_credit_ctx_t        *ctx;
+    ngx_mt5_credit_main_conf_t  *mcf;
 
     static u_char  json[] = "{\"error\":\"temporarily_unavailable\"}";
 
@@ -718,8 +724,6 @@ ngx_mt5_credit_unavailable(ngx_http_request_t *r, ngx_mt5_credit_stat_e why)
     if (why != NGX_MT5_CREDIT_STAT_N) {
         ngx_mt5_credit_count(mcf, why);
     }
-
-    ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_RESPONSES_503);
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
@@ -745,9 +749,18 @@ static ngx_int_t
 ngx_mt5_credit_send(ngx_http_request_t *r, ngx_uint_t status, u_char *json,
     size_t len)
 {
-    ngx_int_t     rc;
-    ngx_buf_t    *b;
-    ngx_chain_t   out;
+    ngx_int_t                    rc;
+    ngx_buf_t                   *b;
+    ngx_chain_t                  out;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    ngx_mt5_credit_count(mcf, status == NGX_HTTP_OK
+                              ? NGX_MT5_CREDIT_STAT_RESPONSES_200
+                              : status == NGX_HTTP_BAD_REQUEST
+                              ? NGX_MT5_CREDIT_STAT_RESPONSES_400
+                              : NGX_MT5_CREDIT_STAT_RESPONSES_503);
 
     r->headers_out.status = status;
     r->headers_out.content_length_n = len;

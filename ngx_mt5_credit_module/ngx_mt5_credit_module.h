@@ -49,10 +49,21 @@ typedef enum {
     NGX_MT5_CREDIT_STAT_DB_UNAVAILABLE,
     NGX_MT5_CREDIT_STAT_QUEUE_FULL,
     NGX_MT5_CREDIT_STAT_QUEUE_TIMEOUT,
+    NGX_MT5_CREDIT_STAT_RESPONSES_200,
+    NGX_MT5_CREDIT_STAT_RESPONSES_400,
+    NGX_MT5_CREDIT_STAT_RESPONSES_405,
     NGX_MT5_CREDIT_STAT_RESPONSES_503,
     NGX_MT5_CREDIT_STAT_REDIS_WAKEUP,
     NGX_MT5_CREDIT_STAT_REDIS_ERROR,
     NGX_MT5_CREDIT_STAT_PG_CONNECTS,
+
+    /* from a webhook's first byte to its answer after the COMMIT: a
+       cumulative histogram, in ngx_mt5_credit_ingest_le[] buckets */
+    NGX_MT5_CREDIT_STAT_INGEST_BUCKET,
+    NGX_MT5_CREDIT_STAT_INGEST_BUCKET_LAST
+        = NGX_MT5_CREDIT_STAT_INGEST_BUCKET + 11,     /* le="+Inf" */
+    NGX_MT5_CREDIT_STAT_INGEST_SUM_MS,
+    NGX_MT5_CREDIT_STAT_INGEST_COUNT,
 
     /* gauges: raised and lowered by the workers */
     NGX_MT5_CREDIT_STAT_PG_OPEN,
@@ -139,6 +150,9 @@ ngx_int_t ngx_mt5_credit_status_init_zone(ngx_conf_t *cf,
 ngx_int_t ngx_mt5_credit_status_handler(ngx_http_request_t *r);
 void ngx_mt5_credit_stat_add(ngx_mt5_credit_main_conf_t *mcf,
     ngx_mt5_credit_stat_e stat, ngx_atomic_int_t delta);
+/* one committed webhook, ms from its request's start to its answer */
+void ngx_mt5_credit_stat_ingest(ngx_mt5_credit_main_conf_t *mcf,
+    ngx_msec_t ms);
 
 #define ngx_mt5_credit_count(mcf, stat)                                      \
     ngx_mt5_credit_stat_add(mcf, stat, 1)

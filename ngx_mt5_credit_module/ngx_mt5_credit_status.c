@@ -17,15 +17,21 @@
 
 
 typedef struct {
-    const char                   *name;
+    const char                   *name;    /* the family */
     const char                   *type;
     const char                   *help;
     const char                   *label;   /* NULL, or name="value" */
+    const char                   *suffix;  /* a histogram's _bucket, ... */
+    ngx_uint_t                    milli;   /* kept in ms, shown in s */
 } ngx_mt5_credit_stat_desc_t;
 
 
 static ngx_int_t ngx_mt5_credit_status_zone_init(ngx_shm_zone_t *shm_zone,
     void *data);
+
+
+/* bumped with every change to ngx_mt5_credit_stat_e */
+#define NGX_MT5_CREDIT_STAT_LAYOUT  "2"
 
 
 /* which module answers: a new commit shows in every scrape */
@@ -45,6 +51,21 @@ static ngx_int_t ngx_mt5_credit_status_zone_init(ngx_shm_zone_t *shm_zone,
     "mt5credit_webhooks_ingested_total", "counter",                          \
     "Verified webhooks committed to PostgreSQL, by outcome."
 
+#define NGX_MT5_CREDIT_RESPONSES                                             \
+    "mt5credit_responses_total", "counter",                                  \
+    "Answers to webhook deliveries, by HTTP status (503: the provider "      \
+    "retries, after Retry-After)."
+
+#define NGX_MT5_CREDIT_INGEST                                                \
+    "mt5credit_ingest_duration_seconds", "histogram",                       \
+    "Seconds from a webhook's request to its answer after the COMMIT, "      \
+    "committed deliveries only."
+
+/* the upper bounds of the histogram's buckets, in ms, as labelled */
+static ngx_msec_t  ngx_mt5_credit_ingest_le[] = {
+    5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000
+};
+
 #define NGX_MT5_CREDIT_DB_FAILURES                                           \
     "mt5credit_db_failures_total", "counter",                                \
     "Webhooks answered 503 because of PostgreSQL, by cause."
@@ -53,52 +74,70 @@ static ngx_int_t ngx_mt5_credit_status_zone_init(ngx_shm_zone_t *shm_zone,
 static ngx_mt5_credit_stat_desc_t  ngx_mt5_credit_stats[] = {
 
     { "mt5credit_webhooks_received_total", "counter",
-      "Requests that reached a mt5_credit_webhook location.", NULL },
+      "Requests that reached a mt5_credit_webhook location.",
+      NULL, NULL, 0 },
 
-    { NGX_MT5_CREDIT_REJECTED, "reason=\"method\"" },
-    { NGX_MT5_CREDIT_REJECTED, "reason=\"missing_header\"" },
-    { NGX_MT5_CREDIT_REJECTED, "reason=\"malformed_header\"" },
-    { NGX_MT5_CREDIT_REJECTED, "reason=\"bad_signature\"" },
-    { NGX_MT5_CREDIT_REJECTED, "reason=\"timestamp_too_old\"" },
-    { NGX_MT5_CREDIT_REJECTED, "reason=\"timestamp_in_future\"" },
-    { NGX_MT5_CREDIT_REJECTED, "reason=\"malformed_body\"" },
-    { NGX_MT5_CREDIT_REJECTED, "reason=\"body_error\"" },
+    { NGX_MT5_CREDIT_REJECTED, "reason=\"method\"", NULL, 0 },
+    { NGX_MT5_CREDIT_REJECTED, "reason=\"missing_header\"", NULL, 0 },
+    { NGX_MT5_CREDIT_REJECTED, "reason=\"malformed_header\"", NULL, 0 },
+    { NGX_MT5_CREDIT_REJECTED, "reason=\"bad_signature\"", NULL, 0 },
+    { NGX_MT5_CREDIT_REJECTED, "reason=\"timestamp_too_old\"", NULL, 0 },
+    { NGX_MT5_CREDIT_REJECTED, "reason=\"timestamp_in_future\"", NULL, 0 },
+    { NGX_MT5_CREDIT_REJECTED, "reason=\"malformed_body\"", NULL, 0 },
+    { NGX_MT5_CREDIT_REJECTED, "reason=\"body_error\"", NULL, 0 },
 
-    { NGX_MT5_CREDIT_INGESTED, "outcome=\"stored\"" },
-    { NGX_MT5_CREDIT_INGESTED, "outcome=\"duplicate\"" },
-    { NGX_MT5_CREDIT_INGESTED, "outcome=\"conflict\"" },
-    { NGX_MT5_CREDIT_INGESTED, "outcome=\"credit_created\"" },
-    { NGX_MT5_CREDIT_INGESTED, "outcome=\"case_opened\"" },
+    { NGX_MT5_CREDIT_INGESTED, "outcome=\"stored\"", NULL, 0 },
+    { NGX_MT5_CREDIT_INGESTED, "outcome=\"duplicate\"", NULL, 0 },
+    { NGX_MT5_CREDIT_INGESTED, "outcome=\"conflict\"", NULL, 0 },
+    { NGX_MT5_CREDIT_INGESTED, "outcome=\"credit_created\"", NULL, 0 },
+    { NGX_MT5_CREDIT_INGESTED, "outcome=\"case_opened\"", NULL, 0 },
 
-    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"error\"" },
-    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"timeout\"" },
-    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"unavailable\"" },
-    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"queue_full\"" },
-    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"queue_timeout\"" },
+    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"error\"", NULL, 0 },
+    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"timeout\"", NULL, 0 },
+    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"unavailable\"", NULL, 0 },
+    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"queue_full\"", NULL, 0 },
+    { NGX_MT5_CREDIT_DB_FAILURES, "cause=\"queue_timeout\"", NULL, 0 },
 
-    { "mt5credit_responses_503_total", "counter",
-      "Webhooks answered 503 with Retry-After (the provider retries).",
-      NULL },
+    { NGX_MT5_CREDIT_RESPONSES, "code=\"200\"", NULL, 0 },
+    { NGX_MT5_CREDIT_RESPONSES, "code=\"400\"", NULL, 0 },
+    { NGX_MT5_CREDIT_RESPONSES, "code=\"405\"", NULL, 0 },
+    { NGX_MT5_CREDIT_RESPONSES, "code=\"503\"", NULL, 0 },
 
     { "mt5credit_redis_wakeups_total", "counter",
-      "Wake-ups Redis acknowledged.", NULL },
+      "Wake-ups Redis acknowledged.", NULL, NULL, 0 },
 
     { "mt5credit_redis_errors_total", "counter",
       "Wake-ups not delivered (Redis down, slow or refusing); the work "
-      "waits for the workers' poll.", NULL },
+      "waits for the workers' poll.", NULL, NULL, 0 },
 
     { "mt5credit_pg_connects_total", "counter",
-      "PostgreSQL connections started.", NULL },
+      "PostgreSQL connections started.", NULL, NULL, 0 },
+
+    { NGX_MT5_CREDIT_INGEST, "le=\"0.005\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"0.01\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"0.025\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"0.05\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"0.1\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"0.25\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"0.5\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"1\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"2.5\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"5\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"10\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, "le=\"+Inf\"", "_bucket", 0 },
+    { NGX_MT5_CREDIT_INGEST, NULL, "_sum", 1 },
+    { NGX_MT5_CREDIT_INGEST, NULL, "_count", 0 },
 
     { "mt5credit_pg_connections", "gauge",
-      "PostgreSQL connections open or opening, all workers.", NULL },
+      "PostgreSQL connections open or opening, all workers.", NULL, NULL, 0 },
 
     { "mt5credit_pg_connections_busy", "gauge",
-      "PostgreSQL connections running a statement, all workers.", NULL },
+      "PostgreSQL connections running a statement, all workers.",
+      NULL, NULL, 0 },
 
     { "mt5credit_pg_queue", "gauge",
       "Webhooks waiting for a free PostgreSQL connection, all workers.",
-      NULL }
+      NULL, NULL, 0 }
 };
 
 
@@ -106,7 +145,11 @@ ngx_int_t
 ngx_mt5_credit_status_init_zone(ngx_conf_t *cf,
     ngx_mt5_credit_main_conf_t *mcf)
 {
-    ngx_str_t  name = ngx_string("mt5_credit_status");
+    /* the layout in the name: a module whose counters moved gets a zone
+       of its own on reload (its counters start at 0, which Prometheus
+       reads as a reset), never the old one's counters under new names */
+    ngx_str_t  name = ngx_string("mt5_credit_status_"
+                                 NGX_MT5_CREDIT_STAT_LAYOUT);
 
     if (sizeof(ngx_mt5_credit_stats) / sizeof(ngx_mt5_credit_stats[0])
         != NGX_MT5_CREDIT_STAT_N)
@@ -173,6 +216,28 @@ ngx_mt5_credit_stat_add(ngx_mt5_credit_main_conf_t *mcf,
 }
 
 
+void
+ngx_mt5_credit_stat_ingest(ngx_mt5_credit_main_conf_t *mcf, ngx_msec_t ms)
+{
+    ngx_uint_t  i, n;
+
+    n = sizeof(ngx_mt5_credit_ingest_le) / sizeof(ngx_mt5_credit_ingest_le[0]);
+
+    /* cumulative: every bucket at or above it counts it */
+    for (i = 0; i < n; i++) {
+        if (ms <= ngx_mt5_credit_ingest_le[i]) {
+            ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_INGEST_BUCKET + i,
+                                    1);
+        }
+    }
+
+    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_INGEST_BUCKET_LAST, 1);
+    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_INGEST_SUM_MS,
+                            (ngx_atomic_int_t) ms);
+    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_INGEST_COUNT, 1);
+}
+
+
 ngx_int_t
 ngx_mt5_credit_status_handler(ngx_http_request_t *r)
 {
@@ -204,7 +269,8 @@ ngx_mt5_credit_status_handler(ngx_http_request_t *r)
         size += sizeof("# HELP  \n# TYPE  \n") + 2 * ngx_strlen(d->name)
                 + ngx_strlen(d->help) + ngx_strlen(d->type)
                 + ngx_strlen(d->name) + (d->label ? ngx_strlen(d->label) : 0)
-                + sizeof("{} \n") + NGX_ATOMIC_T_LEN;
+                + (d->suffix ? ngx_strlen(d->suffix) : 0)
+                + sizeof("{} .000\n") + NGX_ATOMIC_T_LEN;
     }
 
     size += sizeof(NGX_MT5_CREDIT_BUILD_INFO) - 1;
@@ -236,12 +302,18 @@ ngx_mt5_credit_status_handler(ngx_http_request_t *r)
             v = 0;
         }
 
+        b->last = ngx_sprintf(b->last, "%s%s", d->name,
+                              d->suffix ? d->suffix : "");
+
         if (d->label) {
-            b->last = ngx_sprintf(b->last, "%s{%s} %A\n", d->name, d->label,
-                                  v);
+            b->last = ngx_sprintf(b->last, "{%s}", d->label);
+        }
+
+        if (d->milli) {
+            b->last = ngx_sprintf(b->last, " %A.%03A\n", v / 1000, v % 1000);
 
         } else {
-            b->last = ngx_sprintf(b->last, "%s %A\n", d->name, v);
+            b->last = ngx_sprintf(b->last, " %A\n", v);
         }
     }
 

@@ -157,7 +157,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     is($sb->sql1("SELECT count(*) FROM mt5credit.webhook_event "
                  . "WHERE provider_event_id = 'evt_pgdown2'"), 1,
        'and stored once');
-    ok(stat_value('mt5credit_responses_503_total') >= 2,
+    ok(stat_value('mt5credit_responses_total{code="503"}') >= 2,
        'the 503s were counted');
 }
 

@@ -9,6 +9,8 @@
 #   - an access log line that names the wrong event or credit (they are
 #     the ones in the database and in the answer)
 #   - a request the module did not handle carrying its values
+#   - the answers not counted by status code (mt5credit_responses_total),
+#     or the committed ones missing from the ingest histogram
 
 use strict;
 use warnings;
@@ -103,5 +105,25 @@ is($l->{outcome}, 'unavailable', '... logged unavailable');
 like($l->{reason}, qr/^(?:unavailable|error|timeout)$/,
      "... with the cause ($l->{reason})");
 $sb->start_postgres;
+
+# --- the same deliveries in the status page's counters ------------------------
+
+my $status = $sb->http('GET', '/status')->{body};
+sub sample { $status =~ /^\Q$_[0]\E ([\d.]+)$/m ? $1 : undef }
+is(sample('mt5credit_responses_total{code="200"}'), 2,
+   'mt5credit_responses_total{code="200"}: the payment and its duplicate');
+is(sample('mt5credit_responses_total{code="400"}'), 2,
+   '... code="400": the wrong signature and the body that is not an event');
+is(sample('mt5credit_responses_total{code="503"}'), 1, '... code="503": one');
+unlike($status, qr/_503_total/, 'no status code in a metric name');
+like($status, qr/^# TYPE mt5credit_ingest_duration_seconds histogram$/m,
+     'mt5credit_ingest_duration_seconds is a histogram');
+my @le = $status =~ /^mt5credit_ingest_duration_seconds_bucket\{le="[^"]+"\} (\d+)$/mg;
+is(scalar @le, 12, '... of 12 buckets');
+is_deeply([ @le ], [ sort { $a <=> $b } @le ], '... cumulative');
+is($le[-1], 2, '... +Inf: the two committed deliveries');
+is(sample('mt5credit_ingest_duration_seconds_count'), 2, '... as _count');
+cmp_ok(sample('mt5credit_ingest_duration_seconds_sum'), '>', 0,
+       '... and a _sum in seconds');
 
 done_testing;
