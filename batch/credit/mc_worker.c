@@ -40,6 +40,7 @@ static int mc_worker_process(mc_worker_t *w, mc_work_item_t *it,
     int64_t deadline);
 static void mc_worker_settle(mc_worker_t *w);
 static void mc_worker_collect_claim(mc_worker_t *w);
+static void mc_worker_metrics(mc_worker_t *w);
 static void mc_worker_orphan(mc_worker_t *w, mc_work_item_t *it,
     uint64_t ticket);
 static int mc_worker_checks(mc_worker_t *w, mc_worker_server_t *s,
@@ -88,6 +89,9 @@ mc_worker_init(mc_worker_t *w, mc_config_t *cfg, volatile int *stop)
     if (w->db == NULL || w->wake == NULL) {
         return -1;
     }
+
+    /* before the sessions: they copy the config, its hooks too */
+    mc_metrics_init(&w->metrics, cfg);
 
     for (i = 0; i < cfg->nservers; i++) {
         w->servers[i].config = &cfg->servers[i];
@@ -180,6 +184,29 @@ mc_worker_slots(mc_worker_t *w)
         mc_mt5_close(s->session);
         s->slot = 0;
     }
+}
+
+
+/* the round's end in the worker's own metrics (metrics_dir) */
+static void
+mc_worker_metrics(mc_worker_t *w)
+{
+    int                  i;
+    mc_metrics_counts_t  c;
+
+    for (i = 0; i < w->nservers; i++) {
+        w->metrics.servers[i].slot = w->servers[i].slot;
+    }
+
+    c.done = w->done;
+    c.failed = w->failed;
+    c.unknown = w->unknown;
+    c.released = w->released;
+    c.found = w->resolved_found;
+    c.absent = w->resolved_absent;
+    c.unresolved = w->unresolved;
+
+    mc_metrics_round(&w->metrics, &c);
 }
 
 
@@ -961,6 +988,8 @@ mc_worker_run(mc_worker_t *w, int once)
         /* every round compares again: a restore need not reconnect us */
         w->rewind_checked = 0;
         (void) mc_worker_drain(w);
+
+        mc_worker_metrics(w);
 
         if (once) {
             break;

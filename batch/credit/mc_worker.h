@@ -18,6 +18,7 @@
 #include "mc_alert.h"
 #include "mc_config.h"
 #include "mc_db.h"
+#include "mc_metrics.h"
 #include "mc_mt5.h"
 #include "mc_rewind.h"
 #include "mc_wake.h"
@@ -57,6 +58,7 @@ typedef struct {
     unsigned long        rewind_checked; /* mc_rewind_check()ed, + 1 */
     unsigned long        deployment_checked; /* its tag compared, + 1 */
     mc_rewind_t          rewind;         /* claims kept outside the db */
+    mc_metrics_t         metrics;        /* only the process knows them */
     volatile int        *stop;
 
     /*

@@ -59,6 +59,7 @@ typedef struct {
     char                 alert_url[512];
     char                 log_level[16];
     char                 log_format[8];    /* text, json */
+    char                 metrics_dir[512]; /* "": no textfile */
     char                 deployment_tag[16]; /* what the database says, 036 */
     char                 state_dir[512];   /* the workers' claims, kept */
     char                 recon_database[1024]; /* "": database */

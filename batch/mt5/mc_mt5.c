@@ -110,6 +110,8 @@ static char *mc_mt5_url(mc_mt5_session_t *s, const mc_mt5_param_t *params,
     size_t n);
 static int mc_mt5_perform(mc_mt5_session_t *s, const mc_mt5_param_t *params,
     size_t n, json_t **root);
+static mc_mt5_rc_e mc_mt5_exchange(mc_mt5_session_t *s, const char *path,
+    const mc_mt5_param_t *params, size_t n, json_t **root, int *retcode);
 static mc_mt5_rc_e mc_mt5_request(mc_mt5_session_t *s, const char *path,
     const mc_mt5_param_t *params, size_t n, json_t **root, int *retcode);
 static mc_mt5_rc_e mc_mt5_command(mc_mt5_session_t *s, const char *path,
@@ -684,6 +686,26 @@ mc_mt5_perform(mc_mt5_session_t *s, const mc_mt5_param_t *params, size_t n,
  */
 static mc_mt5_rc_e
 mc_mt5_request(mc_mt5_session_t *s, const char *path,
+    const mc_mt5_param_t *params, size_t n, json_t **root, int *retcode)
+{
+    int64_t      t0;
+    mc_mt5_rc_e  rc;
+
+    t0 = mc_mt5_now_ms();
+    rc = mc_mt5_exchange(s, path, params, n, root, retcode);
+
+    /* the worker's metrics: every request, with what came of it */
+    if (s->cfg.observe != NULL) {
+        s->cfg.observe(s->cfg.observe_data, path, mc_mt5_now_ms() - t0, rc,
+                       *retcode);
+    }
+
+    return rc;
+}
+
+
+static mc_mt5_rc_e
+mc_mt5_exchange(mc_mt5_session_t *s, const char *path,
     const mc_mt5_param_t *params, size_t n, json_t **root, int *retcode)
 {
     s->path = path;

@@ -65,6 +65,11 @@ typedef struct {
        past their deadline check) */
     void        (*pace)(void *data);
     void         *pace_data;
+    /* called after every request with its path, time and outcome (the
+       worker's metrics); NULL: none */
+    void        (*observe)(void *data, const char *path, int64_t ms,
+                           int rc, int retcode);
+    void         *observe_data;
 } mc_mt5_config_t;
 
 

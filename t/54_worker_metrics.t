@@ -1,0 +1,90 @@
+#!/usr/bin/perl
+#
+# The worker's own metrics (metrics_dir): a node-exporter textfile it
+# writes after each round.  Impossible:
+#   - an MT5 request missing from the histogram of its server and
+#     endpoint, or buckets that are not cumulative
+#   - a balance answer not counted under its retcode (a rejection is
+#     another number than a success)
+#   - the slot the worker holds, its credits' ends or its last round
+#     hidden
+#   - a half-written file (it is renamed into place), or a worker that
+#     stops because its metrics cannot be written
+
+use strict;
+use warnings;
+
+use File::Path qw(make_path);
+use Test::More;
+
+use lib 't/lib';
+use Mt5Credit::Stack;
+use Mt5Credit::Worker;
+
+my $st = Mt5Credit::Stack->new;
+my $sb = $st->sb;
+my $sim = $st->sim;
+$st->account(login => 71001);
+
+my @credits = map { $st->pay(login => 71001, amount => 1000 + $_) } 1 .. 3;
+# the second balance call is refused for want of money: a final rejection
+$sim->fault(kind => 'retcode', endpoint => '/api/trade/balance',
+            retcode => '10019 Not enough money', count => 1);
+
+my $dir = $sb->dir . '/textfile';
+make_path($dir);
+my $conf = $st->worker_config('metrics1', metrics_dir => $dir);
+my $t0 = time;
+my ($rc, $out) = Mt5Credit::Worker::run($sb, 'work', '-c', $conf, '--once');
+is($rc, 0, 'a worker round with metrics_dir') or diag $out;
+my @status = map { $st->status_of($_) } @credits;
+is(join(' ', sort @status), 'done done failed',
+   'two credits made, one refused by MT5');
+
+my $file = "$dir/mt5credit-work-metrics1.prom";
+ok(-f $file, 'mt5credit-work-<worker_name>.prom written');
+is(scalar(() = glob("$dir/*.tmp.*")), 0, '... through a file renamed into place');
+my $m = do { local $/; open my $f, '<', $file or die; <$f> };
+
+sub v {
+    my ($sample) = @_;
+    return $m =~ /^\Q$sample\E ([\d.]+)$/m ? $1 : undef;
+}
+
+my $ep = 'server="live1",endpoint="/api/trade/balance"';
+like($m, qr/^# TYPE mt5credit_worker_mt5_request_duration_seconds histogram$/m,
+     'the MT5 request histogram');
+is(v("mt5credit_worker_mt5_request_duration_seconds_count{$ep}"), 3,
+   '... three balance calls on live1');
+my @b = $m =~ /^mt5credit_worker_mt5_request_duration_seconds_bucket\{\Q$ep\E,le="[^"]+"\} (\d+)$/mg;
+is(scalar @b, 12, '... in 12 buckets');
+is_deeply([ @b ], [ sort { $a <=> $b } @b ], '... cumulative');
+is($b[-1], 3, '... +Inf holds them all');
+ok(defined v("mt5credit_worker_mt5_request_duration_seconds_sum{$ep}"),
+   '... with a _sum');
+like($m, qr/^mt5credit_worker_mt5_request_duration_seconds_count\{server="live1",endpoint="\/api\/user\/get"\} \d+$/m,
+     'the other endpoints too (user/get)');
+is(v("mt5credit_worker_mt5_requests_total{$ep,outcome=\"ok\"}"), 2,
+   'requests by outcome: 2 ok');
+is(v("mt5credit_worker_mt5_requests_total{$ep,outcome=\"rejected\"}"), 1,
+   '... 1 rejected');
+is(v('mt5credit_worker_balance_answers_total{server="live1",retcode="0"}'), 2,
+   'balance answers by retcode: 0 twice');
+is(v('mt5credit_worker_balance_answers_total{server="live1",retcode="10019"}'),
+   1, '... 10019 once');
+cmp_ok(v('mt5credit_worker_session_slot{server="live1"}') // 0, '>=', 1,
+       'the session slot it holds');
+is(v('mt5credit_worker_credits_total{outcome="done"}'), 2, 'credits done: 2');
+is(v('mt5credit_worker_credits_total{outcome="failed"}'), 1, 'failed: 1');
+my $last = v('mt5credit_worker_last_round_timestamp_seconds');
+ok($last && $last >= $t0 && $last <= time + 1,
+   'the last round\'s time, just now');
+unlike($m, qr/_503_|\{status=/, 'no status code or status in a metric name');
+
+# a directory it cannot write: the worker goes on, and says so
+my $bad = $st->worker_config('metrics2', metrics_dir => $sb->dir . '/nowhere');
+($rc, $out) = Mt5Credit::Worker::run($sb, 'work', '-c', $bad, '--once');
+is($rc, 0, 'a metrics_dir that does not exist: the round still runs');
+like($out, qr/WARN metrics: .*nowhere.*No such file/, '... and the log says why');
+
+done_testing;
