@@ -2,9 +2,9 @@
 #
 # The shipped alert rules (docs/examples/mt5credit-alerts.yml) against
 # the metrics the programs really print.  Impossible:
-#   - a rule naming a metric neither the edge's status page nor
-#     `mt5credit status --prometheus` has (a rename that left an alert
-#     silent for ever)
+#   - a rule naming a metric that neither the edge's status page,
+#     `mt5credit status --prometheus` nor a worker's own textfile has (a
+#     rename that left an alert silent for ever)
 #   - a rule without a severity or a summary
 #   - a textfile for node-exporter written in place (a scrape reading half
 #     of it), or a failed write replacing the last good one
@@ -31,6 +31,17 @@ my ($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '--prometheus',
                   . ' dbname=mt5credit user=worker');
 is($rc, 0, 'mt5credit status --prometheus') or diag $out;
 $family{$_} = 'status' for $out =~ /^# TYPE (\S+) /mg;
+# and a worker's own textfile (metrics_dir)
+mkdir $sb->dir . '/textfile';
+my $wconf = Mt5Credit::Worker::config($sb, 'alerts1',
+    servers => [ [ 'live1', $st->sim ] ], metrics_dir => $sb->dir . '/textfile');
+($rc, $out) = Mt5Credit::Worker::run($sb, 'work', '-c', $wconf, '--once');
+is($rc, 0, 'a worker round writing its textfile') or diag $out;
+my $wtext = do { local $/;
+                 open my $f, '<', $sb->dir . '/textfile/mt5credit-work-alerts1.prom'
+                     or die $!;
+                 <$f> };
+$family{$_} = 'worker' for $wtext =~ /^# TYPE (\S+) /mg;
 cmp_ok(scalar(keys %family), '>=', 20, scalar(keys %family)
        . ' metric families between them');
 
