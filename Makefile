@@ -10,6 +10,8 @@
 #   make static      build nginx from an upstream tree with the module
 #                    compiled in: make static NGINX_SRC=/path/to/nginx-x.y.z
 #   make check-upstream   both upstream builds, checked (part of make test)
+#   make promtool    Debian's promtool, extracted into build/tools/ (the
+#                    alert rules' tests; part of make test)
 #   make deb         the Debian packages, into build/deb/
 #   make deb-check   install them here, check, remove, purge (root/sudo;
 #                    part of make test)
@@ -75,7 +77,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 debhelper dpkg-dev lintian
 
 .PHONY: all module batch sim unit deps demo test test-unit bench soak \
-        fuzz fuzz-build install static check-upstream deb deb-check \
+        fuzz fuzz-build install static check-upstream deb deb-check promtool \
         clean FORCE
 
 all: module batch sim unit
@@ -285,7 +287,7 @@ deps:
 demo: deps all
 	t/run-as-tester perl t/demo.pl
 
-test: deps all fuzz-build deb
+test: deps all fuzz-build deb promtool
 	t/run-tests
 	t/check-upstream-build
 
@@ -401,6 +403,25 @@ install: $(MODULE_SO) $(MT5CREDIT)
 	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; \
 	done
 	@echo "installed into $(DESTDIR)$(PREFIX) (module: $(DESTDIR)$(NGX_MODULES_DIR))"
+
+# promtool, for the tests of the alert rules (t/08): from Debian's
+# prometheus package, extracted into build/tools/ and not installed, so no
+# Prometheus server is set up or started on the machine.
+PROMTOOL     := $(BUILD)/tools/promtool
+
+promtool: $(PROMTOOL)
+
+$(PROMTOOL):
+	@mkdir -p $(BUILD)/tools/deb
+	cd $(BUILD)/tools/deb && rm -f prometheus_*.deb \
+	    && apt-get download prometheus > download.log 2>&1 \
+	    || { cat $(BUILD)/tools/deb/download.log >&2; \
+	         echo "make promtool: apt-get download prometheus failed" >&2; \
+	         exit 1; }
+	dpkg-deb -x $(BUILD)/tools/deb/prometheus_*.deb $(BUILD)/tools/deb/root
+	cp $(BUILD)/tools/deb/root/usr/bin/promtool $@.tmp && mv -f $@.tmp $@
+	rm -rf $(BUILD)/tools/deb
+	@$@ --version 2>&1 | head -1
 
 # Debian packages (debian/): libnginx-mod-http-mt5-credit and mt5credit,
 # built by dpkg-buildpackage from a copy of this tree (no .git, no build/)

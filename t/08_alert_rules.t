@@ -5,7 +5,9 @@
 #   - a rule naming a metric that neither the edge's status page,
 #     `mt5credit status --prometheus` nor a worker's own textfile has (a
 #     rename that left an alert silent for ever)
-#   - a rule without a severity or a summary
+#   - a rule without a severity, a summary or a runbook_url
+#   - a rule promtool refuses, or one that does not fire on its series
+#     (docs/examples/mt5credit-alerts.test.yml), or fires too soon
 #   - a textfile for node-exporter written in place (a scrape reading half
 #     of it), or a failed write replacing the last good one
 
@@ -67,6 +69,39 @@ for my $a (@alerts) {
     }
     like($a, qr/severity: (?:page|ticket)\b/, "$name has a severity");
     like($a, qr/summary: "/, "$name has a summary");
+    like($a, qr/runbook_url: "docs\/[a-z-]+\.md(?:#[a-z0-9_-]+)?"/,
+         "$name has a runbook_url into the docs");
+    if (my ($doc, $anchor) = $a =~ /runbook_url: "(docs\/[a-z-]+\.md)(?:#([a-z0-9_-]+))?"/) {
+        my $text = do { local $/;
+                        open my $f, '<', "$Mt5Credit::Sandbox::ROOT/$doc"
+                            or die "$doc: $!";
+                        <$f> };
+        # GitHub's anchors: the heading, lower case, punctuation dropped
+        my %slugs = map { (my $h = lc $_) =~ s/[^a-z0-9 _-]//g;
+                          $h =~ s/ /-/g; ($h => 1) }
+                    $text =~ /^#+ (.*)$/mg;
+        ok(!defined $anchor || $slugs{$anchor},
+           "$name: $doc" . ($anchor ? "#$anchor exists" : ' exists'));
+    }
+}
+
+# --- promtool: the rules parse, and their unit tests pass ----------------------
+
+SKIP: {
+    my $promtool = "$Mt5Credit::Sandbox::ROOT/build/tools/promtool";
+    unless (-x $promtool) {
+        fail('promtool is built (make promtool): CI must check the rules')
+            if $ENV{CI};
+        skip 'no build/tools/promtool (make promtool)', 4;
+    }
+    my $ex = "$Mt5Credit::Sandbox::ROOT/docs/examples";
+    my $check = `$promtool check rules $ex/mt5credit-alerts.yml 2>&1`;
+    is($?, 0, 'promtool check rules') or diag $check;
+    like($check, qr/SUCCESS: \d+ rules found/, '... every rule parses');
+    my $test = `cd $ex && $promtool test rules mt5credit-alerts.test.yml 2>&1`;
+    is($?, 0, 'promtool test rules: each rule fires on its series, after '
+       . 'its "for", and not before') or diag $test;
+    like($test, qr/SUCCESS/, '... SUCCESS');
 }
 
 # --- status --textfile ------------------------------------------------------
