@@ -6,6 +6,8 @@
 #     `mt5credit status --prometheus` nor a worker's own textfile has (a
 #     rename that left an alert silent for ever)
 #   - a rule without a severity, a summary or a runbook_url
+#   - the dashboard not loading (invalid JSON), or a panel's query on a
+#     metric that does not exist
 #   - a rule promtool refuses, or one that does not fire on its series
 #     (docs/examples/mt5credit-alerts.test.yml), or fires too soon
 #   - a textfile for node-exporter written in place (a scrape reading half
@@ -14,6 +16,7 @@
 use strict;
 use warnings;
 
+use JSON::PP;
 use Test::More;
 
 use lib 't/lib';
@@ -83,6 +86,30 @@ for my $a (@alerts) {
         ok(!defined $anchor || $slugs{$anchor},
            "$name: $doc" . ($anchor ? "#$anchor exists" : ' exists'));
     }
+}
+
+# --- the Grafana dashboard: valid JSON, every query on a metric that exists ----
+
+{
+    my $dash = eval {
+        open my $f, '<', "$Mt5Credit::Sandbox::ROOT/docs/examples/mt5credit-dashboard.json"
+            or die $!;
+        local $/;
+        JSON::PP->new->decode(<$f>);
+    };
+    ok($dash && ref $dash->{panels} eq 'ARRAY', 'the dashboard is valid JSON');
+    my @exprs = map { $_->{expr} } map { @{ $_->{targets} || [] } }
+                @{ $dash->{panels} || [] };
+    cmp_ok(scalar @exprs, '>=', 10, scalar(@exprs) . ' queries in '
+           . scalar(@{ $dash->{panels} || [] }) . ' panels');
+    my @missing;
+    for my $e (@exprs) {
+        for my $m ($e =~ /\b(mt5credit_[a-z0-9_]+)/g) {
+            (my $fam = $m) =~ s/_(bucket|count|sum)$//;
+            push @missing, $m unless $family{$m} || $family{$fam};
+        }
+    }
+    is_deeply(\@missing, [], '... every one naming a metric that exists');
 }
 
 # --- promtool: the rules parse, and their unit tests pass ----------------------
