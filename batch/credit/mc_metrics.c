@@ -17,6 +17,7 @@
 #include "mc_log.h"
 #include "mc_metrics.h"
 #include "mc_mt5.h"
+#include "mc_textfile.h"
 
 
 /* upper bounds of the buckets, ms; the last bucket is +Inf */
@@ -39,9 +40,7 @@ static int64_t mc_metrics_now_ms(void);
 void
 mc_metrics_init(mc_metrics_t *m, mc_config_t *cfg)
 {
-    int          i;
-    size_t       k;
-    char         name[128];
+    int  i;
 
     memset(m, 0, sizeof(*m));
 
@@ -52,24 +51,10 @@ mc_metrics_init(mc_metrics_t *m, mc_config_t *cfg)
     }
     m->nservers = cfg->nservers;
 
-    if (cfg->metrics_dir[0] == '\0') {
-        return;
+    if (cfg->metrics_dir[0] != '\0') {
+        mc_textfile_path(m->path, sizeof(m->path), cfg->metrics_dir, "work",
+                         cfg->worker_name);
     }
-
-    /* the worker's name as a file name: what is not [A-Za-z0-9_.-] is _ */
-    snprintf(name, sizeof(name), "%s", cfg->worker_name);
-    for (k = 0; name[k]; k++) {
-        if (!((name[k] >= 'a' && name[k] <= 'z')
-              || (name[k] >= 'A' && name[k] <= 'Z')
-              || (name[k] >= '0' && name[k] <= '9')
-              || name[k] == '_' || name[k] == '.' || name[k] == '-'))
-        {
-            name[k] = '_';
-        }
-    }
-
-    snprintf(m->path, sizeof(m->path), "%s/mt5credit-work-%s.prom",
-             cfg->metrics_dir, name);
 }
 
 
@@ -162,15 +147,13 @@ mc_metrics_round(mc_metrics_t *m, const mc_metrics_counts_t *c)
 static int
 mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c)
 {
-    int                     i, j, k, rc;
+    int                     i, j, k;
     char                    tmp[1100];
     FILE                   *f;
     mc_metrics_server_t    *s;
     mc_metrics_endpoint_t  *e;
 
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", m->path, (int) getpid());
-
-    f = fopen(tmp, "w");
+    f = mc_textfile_open(m->path, tmp, sizeof(tmp));
     if (f == NULL) {
         return -1;
     }
@@ -267,20 +250,7 @@ mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c)
             (unsigned long long) c->found, (unsigned long long) c->absent,
             (unsigned long long) c->unresolved, (long long) m->last_round);
 
-    rc = 0;
-    if (fflush(f) != 0) {
-        rc = -1;
-    }
-    if (fclose(f) != 0) {
-        rc = -1;
-    }
-    if (rc == 0 && rename(tmp, m->path) != 0) {
-        rc = -1;
-    }
-    if (rc != 0) {
-        (void) unlink(tmp);
-    }
-    return rc;
+    return mc_textfile_commit(f, tmp, m->path);
 }
 
 

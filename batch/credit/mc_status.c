@@ -16,6 +16,7 @@
 
 #include "mc_pgconn.h"
 #include "mc_status.h"
+#include "mc_textfile.h"
 #include "mc_version.h"
 
 
@@ -378,39 +379,24 @@ mc_status_textfile(const char *conninfo, const char *path)
     char   tmp[1024];
     FILE  *f;
 
-    if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path,
-                          (int) getpid()) >= sizeof(tmp))
-    {
-        fprintf(stderr, "mt5credit: status: --textfile: path too long\n");
-        return 2;
-    }
-
-    f = fopen(tmp, "w");
+    f = mc_textfile_open(path, tmp, sizeof(tmp));
     if (f == NULL) {
-        fprintf(stderr, "mt5credit: status: %s: %s\n", tmp, strerror(errno));
+        fprintf(stderr, "mt5credit: status: %s: %s\n", path, strerror(errno));
         return 1;
     }
 
     rc = mc_status_print(conninfo, 1, f);
 
-    if (rc == 0 && (fflush(f) != 0 || fsync(fileno(f)) != 0)) {
-        fprintf(stderr, "mt5credit: status: %s: %s\n", tmp, strerror(errno));
-        rc = 1;
-    }
-
-    if (fclose(f) != 0 && rc == 0) {
-        fprintf(stderr, "mt5credit: status: %s: %s\n", tmp, strerror(errno));
-        rc = 1;
-    }
-
-    if (rc == 0 && rename(tmp, path) != 0) {
-        fprintf(stderr, "mt5credit: status: %s: %s\n", path, strerror(errno));
-        rc = 1;
-    }
-
     if (rc != 0) {
+        fclose(f);
         (void) unlink(tmp);
+        return rc;
     }
 
-    return rc;
+    if (mc_textfile_commit(f, tmp, path) != 0) {
+        fprintf(stderr, "mt5credit: status: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+
+    return 0;
 }
