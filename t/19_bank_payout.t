@@ -19,6 +19,7 @@
 #   - a payout sent with no rail configured, or a misspelt rail accepted
 #   - the API keys in any log
 #   - a paused provider's refund leg or payout sent (sql/046)
+#   - the sender's own metrics missing a provider (metrics_dir)
 
 use strict;
 use warnings;
@@ -359,6 +360,26 @@ is($sb->sql1("SELECT kind || ' ' || severity FROM mt5credit.case WHERE "
        'resumed: the refund leg is sent');
     is(payout($w)->{status}, 'accepted', '... and the payout');
     is(scalar @{ at_psp($r) }, 1, '... once');
+}
+
+# --- the sender's own metrics (metrics_dir) ------------------------------------
+
+{
+    mkdir $sb->dir . '/textfile';
+    (my $text = `cat $conf`) =~ s/^(worker_name = .*)$/$1\nmetrics_dir = @{[ $sb->dir ]}\/textfile/m;
+    my $mconf = $sb->write_file('payout-metrics.conf', $text);
+    my ($name) = $text =~ /^worker_name = (\S+)$/m;
+    send_round($mconf);
+    my $prom = do { local $/;
+                    open my $f, '<', $sb->dir . "/textfile/mt5credit-payout-$name.prom"
+                        or die "no textfile: $!";
+                    <$f> };
+    like($prom, qr/^mt5credit_provider_requests_total\{program="payout",provider="stripe",code="2xx"\} \d+$/m,
+         "the payout sender's own metrics: the refunds' provider");
+    like($prom, qr/^mt5credit_provider_requests_total\{program="payout",provider="bank",code="2xx"\} \d+$/m,
+         '... and the rail\'s');
+    like($prom, qr/^mt5credit_program_last_round_timestamp_seconds\{program="payout"\} \d{10}$/m,
+         '... and its last round');
 }
 
 $st->stop_worker('w1');

@@ -8,6 +8,7 @@
 #   - the delivered one being credited twice (by the webhook and by the
 #     query)
 #   - a second query round crediting anything
+#   - poll-provider's own metrics missing what it asked (metrics_dir)
 
 use strict;
 use warnings;
@@ -83,9 +84,24 @@ is(pay(2, 1), 0, 'the second payment: its webhook is lost');
 is(credits($kept) . ' ' . credits($lost), '1 0',
    'one credit from the webhook, none for the lost one');
 
-my ($rc, $out) = Mt5Credit::Worker::run($sb, 'poll-provider', '-c', $conf,
+mkdir $sb->dir . '/textfile';
+my $mconf = $st->worker_config('w1',
+    provider_api_url => "http://127.0.0.1:$port",
+    provider_api_key_file => $keyfile, query_min_age => 0,
+    metrics_dir => $sb->dir . '/textfile');
+my ($rc, $out) = Mt5Credit::Worker::run($sb, 'poll-provider', '-c', $mconf,
                                         '--once');
 is($rc, 0, 'poll-provider runs a round');
+my $prom = do { local $/;
+                open my $f, '<', $sb->dir . '/textfile/mt5credit-poll-provider-w1.prom'
+                    or die "no textfile: $!";
+                <$f> };
+like($prom, qr/^mt5credit_provider_requests_total\{program="poll-provider",provider="stripe",code="2xx"\} [1-9]\d*$/m,
+     'its own metrics (metrics_dir): the provider\'s answers by status class');
+like($prom, qr/^mt5credit_provider_request_duration_seconds_count\{program="poll-provider",provider="stripe"\} [1-9]/m,
+     '... their time');
+like($prom, qr/^mt5credit_program_last_round_timestamp_seconds\{program="poll-provider"\} \d{10}$/m,
+     '... and its last round');
 is(credits($kept) . ' ' . credits($lost), '1 1',
    'the lost payment is found by asking; the other is not credited again');
 

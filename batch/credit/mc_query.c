@@ -45,6 +45,7 @@ static const char *mc_query_event_type(int intent, const char *status);
 static int mc_query_still_open(int intent, const char *status);
 static void mc_query_record(mc_query_t *q, const char *deposit,
     const char *reference, const char *why);
+static void mc_query_metrics(mc_query_t *q);
 
 
 int
@@ -73,6 +74,7 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 
     for ( ;; ) {
         rc = mc_query_round(&q, stop);
+        mc_query_metrics(&q);
 
         if (once || *stop || rc != 0) {
             break;
@@ -102,6 +104,17 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
     PQfinish(q.conn);
     mc_papi_close(&q.api);
     return rc;
+}
+
+
+/* the round's end in poll-provider's own metrics (metrics_dir) */
+static void
+mc_query_metrics(mc_query_t *q)
+{
+    const mc_papi_t  *apis[1] = { &q->api };
+    const char       *names[1] = { "stripe" };
+
+    mc_papi_metrics(q->cfg, "poll-provider", apis, names, 1);
 }
 
 

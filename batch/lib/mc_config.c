@@ -84,9 +84,10 @@ static const mc_key_t  mc_main_keys[] = {
     { "log_level", MC_KEY_STR, MC_MAIN(log_level), 0, 0,
       "debug, info, warn, error (info)" },
     { "metrics_dir", MC_KEY_STR, MC_MAIN(metrics_dir), 0, 0,
-      "work: a directory (node-exporter's textfile collector's) where the "
-      "worker writes its own metrics, mt5credit-work-<worker_name>.prom, "
-      "after each round (default: none)" },
+      "a directory (node-exporter's textfile collector's) where work, "
+      "poll-provider and payout write their own metrics, "
+      "mt5credit-<program>-<worker_name>.prom, after each round (default: "
+      "none)" },
     { "log_format", MC_KEY_STR, MC_MAIN(log_format), 0, 0,
       "text, or json: one object a line, with credit, ref, server, login "
       "and payout as fields where the line names them (text)" },

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mc_log.h"
 #include "mc_provider_api.h"
+#include "mc_textfile.h"
 
 
 static int mc_papi_url_ok(const mc_papi_t *api, const char *url_key);
@@ -25,6 +27,8 @@ static int mc_papi_post_body(mc_papi_t *api, const char *path,
 static int mc_papi_perform(mc_papi_t *api, const char *path,
     struct curl_slist *headers, mc_papi_answer_t *a);
 static size_t mc_papi_write(char *p, size_t size, size_t n, void *arg);
+static void mc_papi_observe(mc_papi_t *api, long status, int64_t ms);
+static int64_t mc_papi_now_ms(void);
 
 
 int
@@ -208,7 +212,8 @@ static int
 mc_papi_perform(mc_papi_t *api, const char *path, struct curl_slist *headers,
     mc_papi_answer_t *a)
 {
-    char  url[1024];
+    char     url[1024];
+    int64_t  t0;
 
     memset(a, 0, sizeof(*a));
     snprintf(url, sizeof(url), "%s%s", api->url, path);
@@ -227,6 +232,7 @@ mc_papi_perform(mc_papi_t *api, const char *path, struct curl_slist *headers,
     curl_easy_setopt(api->curl, CURLOPT_WRITEFUNCTION, mc_papi_write);
     curl_easy_setopt(api->curl, CURLOPT_WRITEDATA, a);
 
+    t0 = mc_papi_now_ms();
     a->rc = curl_easy_perform(api->curl);
     curl_slist_free_all(headers);
 
@@ -236,11 +242,131 @@ mc_papi_perform(mc_papi_t *api, const char *path, struct curl_slist *headers,
               && a->rc != CURLE_COULDNT_RESOLVE_PROXY;
 
     if (a->rc != CURLE_OK && !a->too_big) {
+        mc_papi_observe(api, 0, mc_papi_now_ms() - t0);
         return -1;
     }
 
     curl_easy_getinfo(api->curl, CURLINFO_RESPONSE_CODE, &a->status);
+    mc_papi_observe(api, a->status, mc_papi_now_ms() - t0);
     return 0;
+}
+
+
+static const int64_t  mc_papi_le_ms[MC_PAPI_BUCKETS - 1] = {
+    5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000
+};
+
+static const char  *mc_papi_le[MC_PAPI_BUCKETS] = {
+    "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
+    "5", "10", "+Inf"
+};
+
+
+static void
+mc_papi_observe(mc_papi_t *api, long status, int64_t ms)
+{
+    int               i;
+    mc_papi_stats_t  *st = &api->stats;
+
+    st->by_class[status >= 200 && status < 600 ? status / 100 : 0]++;
+
+    for (i = 0; i < MC_PAPI_BUCKETS - 1; i++) {
+        if (ms <= mc_papi_le_ms[i]) {
+            st->bucket[i]++;
+        }
+    }
+    st->bucket[MC_PAPI_BUCKETS - 1]++;
+    st->count++;
+    st->sum_ms += (uint64_t) (ms > 0 ? ms : 0);
+}
+
+
+void
+mc_papi_metrics(const mc_config_t *cfg, const char *program,
+    const mc_papi_t *const *apis, const char *const *names, int n)
+{
+    int                     i, k;
+    char                    path[1024], tmp[1100];
+    FILE                   *f;
+    const mc_papi_stats_t  *st;
+
+    static const char  *classes[] = { "none", "", "2xx", "3xx", "4xx",
+                                      "5xx" };
+
+    if (cfg->metrics_dir[0] == '\0') {
+        return;
+    }
+
+    mc_textfile_path(path, sizeof(path), cfg->metrics_dir, program,
+                     cfg->worker_name);
+
+    f = mc_textfile_open(path, tmp, sizeof(tmp));
+    if (f == NULL) {
+        mc_log(MC_LOG_WARN, "metrics: %s: %s", path, strerror(errno));
+        return;
+    }
+
+    fprintf(f, "# HELP mt5credit_provider_requests_total Requests to the "
+            "providers' APIs, by status class (none: no answer).\n"
+            "# TYPE mt5credit_provider_requests_total counter\n");
+    for (i = 0; i < n; i++) {
+        if (apis[i] == NULL) {
+            continue;
+        }
+        for (k = 0; k < 6; k++) {
+            if (k == 1) {
+                continue;
+            }
+            fprintf(f, "mt5credit_provider_requests_total{program=\"%s\","
+                    "provider=\"%s\",code=\"%s\"} %llu\n", program,
+                    names[i], classes[k],
+                    (unsigned long long) apis[i]->stats.by_class[k]);
+        }
+    }
+
+    fprintf(f, "# HELP mt5credit_provider_request_duration_seconds Requests "
+            "to the providers' APIs.\n"
+            "# TYPE mt5credit_provider_request_duration_seconds "
+            "histogram\n");
+    for (i = 0; i < n; i++) {
+        if (apis[i] == NULL) {
+            continue;
+        }
+        st = &apis[i]->stats;
+        for (k = 0; k < MC_PAPI_BUCKETS; k++) {
+            fprintf(f, "mt5credit_provider_request_duration_seconds_bucket{"
+                    "program=\"%s\",provider=\"%s\",le=\"%s\"} %llu\n",
+                    program, names[i], mc_papi_le[k],
+                    (unsigned long long) st->bucket[k]);
+        }
+        fprintf(f, "mt5credit_provider_request_duration_seconds_sum{"
+                "program=\"%s\",provider=\"%s\"} %llu.%03llu\n"
+                "mt5credit_provider_request_duration_seconds_count{"
+                "program=\"%s\",provider=\"%s\"} %llu\n", program,
+                names[i], (unsigned long long) (st->sum_ms / 1000),
+                (unsigned long long) (st->sum_ms % 1000), program, names[i],
+                (unsigned long long) st->count);
+    }
+
+    fprintf(f, "# HELP mt5credit_program_last_round_timestamp_seconds When "
+            "the program's last round ended.\n"
+            "# TYPE mt5credit_program_last_round_timestamp_seconds gauge\n"
+            "mt5credit_program_last_round_timestamp_seconds{program=\"%s\"} "
+            "%lld\n", program, (long long) time(NULL));
+
+    if (mc_textfile_commit(f, tmp, path) != 0) {
+        mc_log(MC_LOG_WARN, "metrics: %s: %s", path, strerror(errno));
+    }
+}
+
+
+static int64_t
+mc_papi_now_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 

@@ -12,12 +12,24 @@
 #define MC_PROVIDER_API_H
 
 
+#include <stdint.h>
+
 #include <curl/curl.h>
 
 #include "mc_config.h"
 
 
 #define MC_PAPI_BODY_MAX  (1024 * 1024)
+
+
+/* every request's time and outcome, for the program's own metrics */
+#define MC_PAPI_BUCKETS  12             /* the last is le="+Inf" */
+
+typedef struct {
+    uint64_t    by_class[6];            /* 0: no answer; 2..5: 2xx..5xx */
+    uint64_t    bucket[MC_PAPI_BUCKETS];
+    uint64_t    count, sum_ms;
+} mc_papi_stats_t;
 
 
 typedef struct {
@@ -31,6 +43,7 @@ typedef struct {
     char                extra[300]; /* one more header for the next
                                        request ("Stripe-Account: ..."),
                                        cleared by it; "" for none */
+    mc_papi_stats_t     stats;
 } mc_papi_t;
 
 
@@ -71,6 +84,15 @@ int mc_papi_post_json(mc_papi_t *api, const char *path, const char *json,
     const char *idempotency_key, mc_papi_answer_t *a);
 
 void mc_papi_answer_free(mc_papi_answer_t *a);
+
+/*
+ * The program's provider metrics, with metrics_dir set: its APIs'
+ * requests by status class and their time, and its last round, in
+ * <metrics_dir>/mt5credit-<program>-<worker_name>.prom (mc_textfile).
+ * apis[i] is the API of provider names[i]; a NULL api is skipped.
+ */
+void mc_papi_metrics(const mc_config_t *cfg, const char *program,
+    const mc_papi_t *const *apis, const char *const *names, int n);
 
 
 #endif /* MC_PROVIDER_API_H */

@@ -65,10 +65,12 @@ static void mc_payout_check_failed(mc_payout_t *p, mc_payout_item_t *it,
 int
 mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 {
-    int          rc;
-    unsigned     slept;
-    mc_sender_t  r;
-    mc_payout_t  p;
+    int               rc;
+    unsigned          slept;
+    mc_sender_t       r;
+    mc_payout_t       p;
+    const mc_papi_t  *apis[2];
+    const char       *names[2] = { "stripe", "stripe" };
 
     memset(&r, 0, sizeof(r));
     r.cfg = cfg;
@@ -121,6 +123,14 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         if (rc == 0 && p.rail != NULL) {
             rc = mc_payout_round(&p, stop);
         }
+
+        /* the refunds go to the payments' provider, the payouts to the
+           rail's */
+        apis[0] = &r.api;
+        apis[1] = p.rail != NULL ? &p.api : NULL;
+        names[1] = cfg->payout_provider[0] ? cfg->payout_provider
+                                           : "stripe";
+        mc_papi_metrics(cfg, "payout", apis, names, 2);
 
         if (once || *stop) {
             break;
