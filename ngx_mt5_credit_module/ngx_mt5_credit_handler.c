@@ -119,6 +119,7 @@ ngx_mt5_credit_webhook_handler(ngx_http_request_t *r)
     if (r->method != NGX_HTTP_POST) {
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_METHOD);
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_RESPONSES_405);
+        ngx_mt5_credit_refused_add(mcf, r, &lcf->provider, "method");
 
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
@@ -502,6 +503,7 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
     if (ngx_strcmp(outcome.data, "malformed") == 0) {
         /* signed, but not an event: nothing was stored */
         ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_MALFORMED_BODY);
+        ngx_mt5_credit_refused_add(mcf, r, &lcf->provider, "malformed_body");
 
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "mt5_credit: webhook rejected: provider=%V "
@@ -636,6 +638,8 @@ ngx_mt5_credit_reject(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx,
     ngx_str_set(&ctx->outcome, "rejected");
     ctx->reason.data = (u_char *) reason;
     ctx->reason.len = ngx_strlen(reason);
+
+    ngx_mt5_credit_refused_add(mcf, r, &lcf->provider, reason);
 
     if (ctx->parsed.id.len) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,

@@ -74,8 +74,33 @@ typedef enum {
 } ngx_mt5_credit_stat_e;
 
 
+/*
+ * The last refused deliveries, for "why are the provider's webhooks
+ * failing": a ring in the same zone, at most NGX_MT5_CREDIT_REFUSED_RATE
+ * recorded a second (a flood keeps the ring readable), never the body or
+ * a signature: the time, provider, reason, size and peer address.
+ */
+#define NGX_MT5_CREDIT_REFUSED_RING  64
+#define NGX_MT5_CREDIT_REFUSED_RATE  10
+
+typedef struct {
+    ngx_atomic_t                  seq;           /* 0: empty; odd: being
+                                                    written */
+    time_t                        time;
+    off_t                         size;
+    u_char                        provider[32];
+    u_char                        reason[24];
+    u_char                        addr[NGX_SOCKADDR_STRLEN];
+} ngx_mt5_credit_refused_t;
+
+
 typedef struct {
     ngx_atomic_t                  value[NGX_MT5_CREDIT_STAT_N];
+
+    ngx_atomic_t                  refused_next;
+    ngx_atomic_t                  refused_second;
+    ngx_atomic_t                  refused_in_second;
+    ngx_mt5_credit_refused_t      refused[NGX_MT5_CREDIT_REFUSED_RING];
 } ngx_mt5_credit_stats_t;
 
 
@@ -150,6 +175,10 @@ ngx_int_t ngx_mt5_credit_status_init_zone(ngx_conf_t *cf,
 ngx_int_t ngx_mt5_credit_status_handler(ngx_http_request_t *r);
 void ngx_mt5_credit_stat_add(ngx_mt5_credit_main_conf_t *mcf,
     ngx_mt5_credit_stat_e stat, ngx_atomic_int_t delta);
+/* a refused delivery into the ring (sampled) */
+void ngx_mt5_credit_refused_add(ngx_mt5_credit_main_conf_t *mcf,
+    ngx_http_request_t *r, ngx_str_t *provider, const char *reason);
+
 /* one committed webhook, ms from its request's start to its answer */
 void ngx_mt5_credit_stat_ingest(ngx_mt5_credit_main_conf_t *mcf,
     ngx_msec_t ms);

@@ -31,7 +31,7 @@ static ngx_int_t ngx_mt5_credit_status_zone_init(ngx_shm_zone_t *shm_zone,
 
 
 /* bumped with every change to ngx_mt5_credit_stat_e */
-#define NGX_MT5_CREDIT_STAT_LAYOUT  "2"
+#define NGX_MT5_CREDIT_STAT_LAYOUT  "3"
 
 
 /* which module answers: a new commit shows in every scrape */
@@ -238,6 +238,120 @@ ngx_mt5_credit_stat_ingest(ngx_mt5_credit_main_conf_t *mcf, ngx_msec_t ms)
 }
 
 
+void
+ngx_mt5_credit_refused_add(ngx_mt5_credit_main_conf_t *mcf,
+    ngx_http_request_t *r, ngx_str_t *provider, const char *reason)
+{
+    time_t                     now;
+    ngx_atomic_uint_t          n, seq;
+    ngx_mt5_credit_stats_t    *st;
+    ngx_mt5_credit_refused_t  *e;
+
+    st = mcf->stats;
+    if (st == NULL) {
+        return;
+    }
+
+    /* sampled: at most NGX_MT5_CREDIT_REFUSED_RATE in any one second */
+    now = ngx_time();
+    if ((time_t) st->refused_second != now) {
+        st->refused_second = (ngx_atomic_t) now;
+        st->refused_in_second = 0;
+    }
+    if (ngx_atomic_fetch_add(&st->refused_in_second, 1)
+        >= NGX_MT5_CREDIT_REFUSED_RATE)
+    {
+        return;
+    }
+
+    n = ngx_atomic_fetch_add(&st->refused_next, 1);
+    e = &st->refused[n % NGX_MT5_CREDIT_REFUSED_RING];
+
+    /* odd while written: a reader skips it (a torn entry is never shown) */
+    seq = 2 * n + 1;
+    e->seq = seq;
+    ngx_memory_barrier();
+
+    e->time = now;
+    e->size = r->headers_in.content_length_n > 0
+              ? r->headers_in.content_length_n : 0;
+    ngx_cpystrn(e->provider, provider->data,
+                ngx_min(provider->len + 1, sizeof(e->provider)));
+    ngx_cpystrn(e->reason, (u_char *) reason, sizeof(e->reason));
+    ngx_cpystrn(e->addr, r->connection->addr_text.data,
+                ngx_min(r->connection->addr_text.len + 1, sizeof(e->addr)));
+
+    ngx_memory_barrier();
+    e->seq = seq + 1;
+}
+
+
+/* ?refused: the ring as a JSON array, newest first */
+static ngx_int_t
+ngx_mt5_credit_refused_json(ngx_http_request_t *r,
+    ngx_mt5_credit_main_conf_t *mcf, ngx_buf_t **out)
+{
+    size_t                     size;
+    ngx_buf_t                 *b;
+    ngx_uint_t                 i, first;
+    ngx_atomic_uint_t          n, seq;
+    ngx_tm_t                   tm;
+    ngx_mt5_credit_stats_t    *st;
+    ngx_mt5_credit_refused_t   e, *ep;
+
+    size = sizeof("[\n]\n") + NGX_MT5_CREDIT_REFUSED_RING
+           * (sizeof("{\"time\":\"\",\"provider\":\"\",\"reason\":\"\","
+                     "\"bytes\":,\"from\":\"\"},\n")
+              + sizeof("1970-09-28T12:00:00+00:00") + 32 + 24 + NGX_OFF_T_LEN
+              + NGX_SOCKADDR_STRLEN);
+
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    st = mcf->stats;
+    b->last = ngx_cpymem(b->last, "[", 1);
+    first = 1;
+
+    n = st != NULL ? st->refused_next : 0;
+
+    for (i = 0; st != NULL && i < NGX_MT5_CREDIT_REFUSED_RING && i < n; i++) {
+        ep = &st->refused[(n - 1 - i) % NGX_MT5_CREDIT_REFUSED_RING];
+
+        /* a sequence lock: the copy counts only if no writer was in it */
+        seq = ep->seq;
+        ngx_memory_barrier();
+        e = *ep;
+        ngx_memory_barrier();
+
+        if (seq == 0 || (seq & 1) || seq != ep->seq) {
+            continue;               /* being written, or overwritten */
+        }
+
+        e.provider[sizeof(e.provider) - 1] = '\0';
+        e.reason[sizeof(e.reason) - 1] = '\0';
+        e.addr[sizeof(e.addr) - 1] = '\0';
+
+        ngx_gmtime(e.time, &tm);
+        b->last = ngx_sprintf(b->last, "%s\n{\"time\":\"%4d-%02d-%02dT"
+                              "%02d:%02d:%02dZ", first ? "" : ",",
+                              tm.ngx_tm_year, tm.ngx_tm_mon, tm.ngx_tm_mday,
+                              tm.ngx_tm_hour, tm.ngx_tm_min, tm.ngx_tm_sec);
+        b->last = ngx_sprintf(b->last, "\",\"provider\":\"%s\","
+                              "\"reason\":\"%s\",\"bytes\":%O,"
+                              "\"from\":\"%s\"}", e.provider, e.reason,
+                              e.size, e.addr);
+        first = 0;
+    }
+
+    b->last = ngx_cpymem(b->last, "\n]\n", 3);
+    *out = b;
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_mt5_credit_status_handler(ngx_http_request_t *r)
 {
@@ -261,6 +375,17 @@ ngx_mt5_credit_status_handler(ngx_http_request_t *r)
     }
 
     mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    if (r->args.len == sizeof("refused") - 1
+        && ngx_strncmp(r->args.data, "refused", r->args.len) == 0)
+    {
+        if (ngx_mt5_credit_refused_json(r, mcf, &b) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_str_set(&r->headers_out.content_type, "application/json");
+        goto send;
+    }
 
     size = 0;
 
@@ -317,13 +442,16 @@ ngx_mt5_credit_status_handler(ngx_http_request_t *r)
         }
     }
 
+    ngx_str_set(&r->headers_out.content_type,
+                "text/plain; version=0.0.4; charset=utf-8");
+
+send:
+
     b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;
 
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = b->last - b->pos;
-    ngx_str_set(&r->headers_out.content_type,
-                "text/plain; version=0.0.4; charset=utf-8");
     r->headers_out.content_type_len = r->headers_out.content_type.len;
 
     rc = ngx_http_send_header(r);

@@ -126,4 +126,29 @@ is(sample('mt5credit_ingest_duration_seconds_count'), 2, '... as _count');
 cmp_ok(sample('mt5credit_ingest_duration_seconds_sum'), '>', 0,
        '... and a _sum in seconds');
 
+# --- the record of refused deliveries (?refused) --------------------------------
+
+my $refused = $json->decode($sb->http('GET', '/status?refused')->{body});
+is(ref $refused, 'ARRAY', 'GET /status?refused: a JSON array');
+is_deeply([ map { $_->{reason} } @$refused ], [ 'malformed_body', 'bad_signature' ],
+          '... the refusals, newest first');
+is_deeply([ map { "$_->{provider} $_->{from}" } @$refused ],
+          [ 'stripe 127.0.0.1', 'stripe 127.0.0.1' ],
+          '... each with its provider and peer');
+is($refused->[0]{bytes}, length $junk, '... and its size');
+like($refused->[0]{time}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/, '... and time');
+my $text = $sb->http('GET', '/status?refused')->{body};
+unlike($text, qr/v1=|whsec_|not json|pi_vars/,
+       '... never a signature, a secret or a byte of the body');
+
+# a flood is sampled: the ring stays readable
+my $forged = stripe_event(deposit => $dep, amount => 1, pi => 'pi_vars_flood');
+$sb->http('POST', '/webhooks/stripe', body => $forged,
+          headers => stripe_headers('whsec_flood', $forged)) for 1 .. 30;
+$refused = $json->decode($sb->http('GET', '/status?refused')->{body});
+my $flood = grep { $_->{reason} eq 'bad_signature' } @$refused;
+cmp_ok($flood - 1, '<=', 20, "30 forged deliveries in a moment: $flood "
+       . 'recorded, at most 10 a second');
+cmp_ok($flood - 1, '>=', 1, '... but recorded');
+
 done_testing;
