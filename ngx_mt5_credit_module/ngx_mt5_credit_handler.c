@@ -114,11 +114,11 @@ ngx_mt5_credit_webhook_handler(ngx_http_request_t *r)
     lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
     mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
 
-    ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_RECEIVED);
+    ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_RECEIVED);
 
     if (r->method != NGX_HTTP_POST) {
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_METHOD);
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_RESPONSES_405);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_REJECTED_METHOD);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_RESPONSES_405);
         ngx_mt5_credit_refused_add(mcf, r, &lcf->provider, "method");
 
         h = ngx_list_push(&r->headers_out.headers);
@@ -264,14 +264,12 @@ ngx_mt5_credit_body_handler(ngx_http_request_t *r)
     ngx_mt5_credit_ctx_t        *ctx;
     ngx_mt5_credit_sig_rc_e      src;
     ngx_mt5_credit_loc_conf_t   *lcf;
-    ngx_mt5_credit_main_conf_t  *mcf;
 
     ctx = ngx_http_get_module_ctx(r, ngx_mt5_credit_module);
     lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
-    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
 
     if (ngx_mt5_credit_read_body(r, &ctx->body) != NGX_OK) {
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_BODY_ERROR);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_REJECTED_BODY_ERROR);
         ngx_http_finalize_request(r,
             ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_N));
         return;
@@ -502,7 +500,7 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
 
     if (ngx_strcmp(outcome.data, "malformed") == 0) {
         /* signed, but not an event: nothing was stored */
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_REJECTED_MALFORMED_BODY);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_REJECTED_MALFORMED_BODY);
         ngx_mt5_credit_refused_add(mcf, r, &lcf->provider, "malformed_body");
 
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
@@ -516,11 +514,11 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
 
     /* committed: how long it took, from the request's first byte */
     tp = ngx_timeofday();
-    ngx_mt5_credit_stat_ingest(mcf, (ngx_msec_t)
+    ngx_mt5_credit_stat_ingest(r, (ngx_msec_t)
         ((tp->sec - r->start_sec) * 1000 + (tp->msec - r->start_msec)));
 
     if (ngx_strcmp(outcome.data, "credit_created") == 0) {
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CREDIT_CREATED);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_CREDIT_CREATED);
 
         credit = ngx_atoof(credit_id.data, credit_id.len);
 
@@ -531,16 +529,16 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
         }
 
     } else if (ngx_strcmp(outcome.data, "duplicate") == 0) {
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_DUPLICATE);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_DUPLICATE);
 
     } else if (ngx_strcmp(outcome.data, "conflict") == 0) {
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CONFLICT);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_CONFLICT);
 
     } else if (ngx_strcmp(outcome.data, "case_opened") == 0) {
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_CASE_OPENED);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_CASE_OPENED);
 
     } else {
-        ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_STORED);
+        ngx_mt5_credit_count_r(r, NGX_MT5_CREDIT_STAT_STORED);
     }
 
     /* conflicts and cases need a person: make them stand out */
@@ -631,7 +629,7 @@ ngx_mt5_credit_reject(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx,
         return ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_N);
     }
 
-    ngx_mt5_credit_count(mcf, stat);
+    ngx_mt5_credit_count_r(r, stat);
 
     reason = ngx_mt5_credit_sig_reason(rc);
 
@@ -726,7 +724,7 @@ ngx_mt5_credit_unavailable(ngx_http_request_t *r, ngx_mt5_credit_stat_e why)
     }
 
     if (why != NGX_MT5_CREDIT_STAT_N) {
-        ngx_mt5_credit_count(mcf, why);
+        ngx_mt5_credit_count_r(r, why);
     }
 
     h = ngx_list_push(&r->headers_out.headers);
@@ -753,14 +751,11 @@ static ngx_int_t
 ngx_mt5_credit_send(ngx_http_request_t *r, ngx_uint_t status, u_char *json,
     size_t len)
 {
-    ngx_int_t                    rc;
-    ngx_buf_t                   *b;
-    ngx_chain_t                  out;
-    ngx_mt5_credit_main_conf_t  *mcf;
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
 
-    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
-
-    ngx_mt5_credit_count(mcf, status == NGX_HTTP_OK
+    ngx_mt5_credit_count_r(r, status == NGX_HTTP_OK
                               ? NGX_MT5_CREDIT_STAT_RESPONSES_200
                               : status == NGX_HTTP_BAD_REQUEST
                               ? NGX_MT5_CREDIT_STAT_RESPONSES_400

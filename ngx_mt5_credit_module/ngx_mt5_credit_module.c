@@ -957,6 +957,28 @@ ngx_mt5_credit_webhook(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_mt5_credit_module);
 
+    /* its counters' slot: the same provider in two locations shares one */
+    for (i = 1; i <= mcf->nproviders; i++) {
+        if (mcf->providers[i].len == value[1].len
+            && ngx_strncmp(mcf->providers[i].data, value[1].data,
+                           value[1].len) == 0)
+        {
+            break;
+        }
+    }
+
+    if (i > mcf->nproviders) {
+        if (mcf->nproviders + 1 == NGX_MT5_CREDIT_PROVIDERS_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "more than %d providers",
+                               NGX_MT5_CREDIT_PROVIDERS_MAX - 1);
+            return NGX_CONF_ERROR;
+        }
+        mcf->providers[++mcf->nproviders] = value[1];
+    }
+
+    lcf->provider_index = i;
+
     if (mcf->webhook_line == 0) {
         mcf->webhook_file = cf->conf_file->file.name;
         mcf->webhook_line = cf->conf_file->line;

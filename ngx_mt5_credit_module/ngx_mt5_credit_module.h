@@ -94,8 +94,18 @@ typedef struct {
 } ngx_mt5_credit_refused_t;
 
 
+/*
+ * Counters per provider: slot 0 holds what belongs to no provider (the
+ * PostgreSQL pool, Redis), each other slot one provider's name, claimed
+ * in the zone itself, so a reload that adds, drops or reorders providers
+ * keeps each provider's counters under its own name.
+ */
+#define NGX_MT5_CREDIT_PROVIDERS_MAX  16
+
 typedef struct {
-    ngx_atomic_t                  value[NGX_MT5_CREDIT_STAT_N];
+    ngx_atomic_t                  value[NGX_MT5_CREDIT_PROVIDERS_MAX]
+                                       [NGX_MT5_CREDIT_STAT_N];
+    u_char                        provider[NGX_MT5_CREDIT_PROVIDERS_MAX][33];
 
     ngx_atomic_t                  refused_next;
     ngx_atomic_t                  refused_second;
@@ -138,6 +148,12 @@ typedef struct {
     ngx_str_t                     webhook_file;
     ngx_uint_t                    webhook_line;
 
+    /* the providers of this configuration, and each one's slot in the
+       zone (index 0 unused: "no provider") */
+    ngx_str_t                     providers[NGX_MT5_CREDIT_PROVIDERS_MAX];
+    ngx_uint_t                    nproviders;
+    ngx_uint_t                    slot_of[NGX_MT5_CREDIT_PROVIDERS_MAX];
+
     /* this worker's outage line: one a second, with the count between */
     ngx_msec_t                    outage_logged;
     ngx_uint_t                    outage_quiet;
@@ -147,6 +163,7 @@ typedef struct {
 
 typedef struct {
     ngx_str_t                     provider;       /* mt5_credit_webhook */
+    ngx_uint_t                    provider_index; /* in mcf->providers */
     ngx_mt5_credit_sig_conf_t    *sig;            /* mt5_credit_signature */
     ngx_str_t                     secret_file;
     time_t                        tolerance;
@@ -175,16 +192,21 @@ ngx_int_t ngx_mt5_credit_status_init_zone(ngx_conf_t *cf,
 ngx_int_t ngx_mt5_credit_status_handler(ngx_http_request_t *r);
 void ngx_mt5_credit_stat_add(ngx_mt5_credit_main_conf_t *mcf,
     ngx_mt5_credit_stat_e stat, ngx_atomic_int_t delta);
+/* the same, counted for the provider of the request's location */
+void ngx_mt5_credit_stat_add_r(ngx_http_request_t *r,
+    ngx_mt5_credit_stat_e stat, ngx_atomic_int_t delta);
 /* a refused delivery into the ring (sampled) */
 void ngx_mt5_credit_refused_add(ngx_mt5_credit_main_conf_t *mcf,
     ngx_http_request_t *r, ngx_str_t *provider, const char *reason);
 
 /* one committed webhook, ms from its request's start to its answer */
-void ngx_mt5_credit_stat_ingest(ngx_mt5_credit_main_conf_t *mcf,
-    ngx_msec_t ms);
+void ngx_mt5_credit_stat_ingest(ngx_http_request_t *r, ngx_msec_t ms);
 
 #define ngx_mt5_credit_count(mcf, stat)                                      \
     ngx_mt5_credit_stat_add(mcf, stat, 1)
+
+#define ngx_mt5_credit_count_r(r, stat)                                      \
+    ngx_mt5_credit_stat_add_r(r, stat, 1)
 
 
 #endif /* _NGX_MT5_CREDIT_MODULE_H_INCLUDED_ */

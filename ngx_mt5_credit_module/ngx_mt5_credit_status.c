@@ -28,10 +28,13 @@ typedef struct {
 
 static ngx_int_t ngx_mt5_credit_status_zone_init(ngx_shm_zone_t *shm_zone,
     void *data);
+static ngx_int_t ngx_mt5_credit_status_slots(ngx_shm_zone_t *shm_zone,
+    ngx_mt5_credit_main_conf_t *mcf);
+static ngx_uint_t ngx_mt5_credit_per_provider(ngx_uint_t stat);
 
 
 /* bumped with every change to ngx_mt5_credit_stat_e */
-#define NGX_MT5_CREDIT_STAT_LAYOUT  "3"
+#define NGX_MT5_CREDIT_STAT_LAYOUT  "4"
 
 
 /* which module answers: a new commit shows in every scrape */
@@ -181,26 +184,76 @@ ngx_mt5_credit_status_zone_init(ngx_shm_zone_t *shm_zone, void *data)
     ngx_mt5_credit_main_conf_t  *mcf;
 
     mcf = shm_zone->data;
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
 
     if (omcf != NULL) {
         /* a reload: keep counting where the old cycle was */
         mcf->stats = omcf->stats;
-        return NGX_OK;
-    }
 
-    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
+    } else if (shm_zone->shm.exists) {
         mcf->stats = shpool->data;
-        return NGX_OK;
+
+    } else {
+        mcf->stats = ngx_slab_calloc(shpool, sizeof(ngx_mt5_credit_stats_t));
+        if (mcf->stats == NULL) {
+            return NGX_ERROR;
+        }
+
+        shpool->data = mcf->stats;
     }
 
-    mcf->stats = ngx_slab_calloc(shpool, sizeof(ngx_mt5_credit_stats_t));
-    if (mcf->stats == NULL) {
-        return NGX_ERROR;
-    }
+    return ngx_mt5_credit_status_slots(shm_zone, mcf);
+}
 
-    shpool->data = mcf->stats;
+
+/*
+ * Each configured provider's slot in the zone, by name: its own from an
+ * earlier cycle, or a free one.  Configuration is read by the master
+ * alone, so the names need no lock.
+ */
+static ngx_int_t
+ngx_mt5_credit_status_slots(ngx_shm_zone_t *shm_zone,
+    ngx_mt5_credit_main_conf_t *mcf)
+{
+    ngx_uint_t               i, k, free_slot;
+    ngx_str_t               *p;
+    ngx_mt5_credit_stats_t  *st = mcf->stats;
+
+    for (i = 1; i <= mcf->nproviders; i++) {
+        p = &mcf->providers[i];
+        free_slot = 0;
+
+        for (k = 1; k < NGX_MT5_CREDIT_PROVIDERS_MAX; k++) {
+            if (st->provider[k][0] == '\0') {
+                if (free_slot == 0) {
+                    free_slot = k;
+                }
+                continue;
+            }
+            if (ngx_strlen(st->provider[k]) == p->len
+                && ngx_strncmp(st->provider[k], p->data, p->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (k == NGX_MT5_CREDIT_PROVIDERS_MAX) {
+            if (free_slot == 0) {
+                /* every slot was claimed by providers of earlier cycles:
+                   this one's count with no provider until a restart */
+                ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                              "mt5_credit: no counter slot left for "
+                              "provider \"%V\"; restart to free them", p);
+                mcf->slot_of[i] = 0;
+                continue;
+            }
+            k = free_slot;
+            ngx_memcpy(st->provider[k], p->data, p->len);
+            st->provider[k][p->len] = '\0';
+        }
+
+        mcf->slot_of[i] = k;
+    }
 
     return NGX_OK;
 }
@@ -211,13 +264,33 @@ ngx_mt5_credit_stat_add(ngx_mt5_credit_main_conf_t *mcf,
     ngx_mt5_credit_stat_e stat, ngx_atomic_int_t delta)
 {
     if (mcf->stats != NULL) {
-        (void) ngx_atomic_fetch_add(&mcf->stats->value[stat], delta);
+        (void) ngx_atomic_fetch_add(&mcf->stats->value[0][stat], delta);
     }
 }
 
 
 void
-ngx_mt5_credit_stat_ingest(ngx_mt5_credit_main_conf_t *mcf, ngx_msec_t ms)
+ngx_mt5_credit_stat_add_r(ngx_http_request_t *r, ngx_mt5_credit_stat_e stat,
+    ngx_atomic_int_t delta)
+{
+    ngx_uint_t                   slot;
+    ngx_mt5_credit_loc_conf_t   *lcf;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+
+    if (mcf->stats == NULL) {
+        return;
+    }
+
+    slot = mcf->slot_of[lcf->provider_index];
+    (void) ngx_atomic_fetch_add(&mcf->stats->value[slot][stat], delta);
+}
+
+
+void
+ngx_mt5_credit_stat_ingest(ngx_http_request_t *r, ngx_msec_t ms)
 {
     ngx_uint_t  i, n;
 
@@ -226,15 +299,15 @@ ngx_mt5_credit_stat_ingest(ngx_mt5_credit_main_conf_t *mcf, ngx_msec_t ms)
     /* cumulative: every bucket at or above it counts it */
     for (i = 0; i < n; i++) {
         if (ms <= ngx_mt5_credit_ingest_le[i]) {
-            ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_INGEST_BUCKET + i,
-                                    1);
+            ngx_mt5_credit_stat_add_r(r, NGX_MT5_CREDIT_STAT_INGEST_BUCKET + i,
+                                      1);
         }
     }
 
-    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_INGEST_BUCKET_LAST, 1);
-    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_INGEST_SUM_MS,
-                            (ngx_atomic_int_t) ms);
-    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_INGEST_COUNT, 1);
+    ngx_mt5_credit_stat_add_r(r, NGX_MT5_CREDIT_STAT_INGEST_BUCKET_LAST, 1);
+    ngx_mt5_credit_stat_add_r(r, NGX_MT5_CREDIT_STAT_INGEST_SUM_MS,
+                              (ngx_atomic_int_t) ms);
+    ngx_mt5_credit_stat_add_r(r, NGX_MT5_CREDIT_STAT_INGEST_COUNT, 1);
 }
 
 
@@ -352,16 +425,60 @@ ngx_mt5_credit_refused_json(ngx_http_request_t *r,
 }
 
 
+/* the counters of one webhook provider, or of none (the pool, Redis) */
+static ngx_uint_t
+ngx_mt5_credit_per_provider(ngx_uint_t stat)
+{
+    return stat < NGX_MT5_CREDIT_STAT_REDIS_WAKEUP
+           || (stat >= NGX_MT5_CREDIT_STAT_INGEST_BUCKET
+               && stat <= NGX_MT5_CREDIT_STAT_INGEST_COUNT);
+}
+
+
+/* one sample: name[suffix]{[provider="p",]label} value */
+static u_char *
+ngx_mt5_credit_status_sample(u_char *pos, ngx_mt5_credit_main_conf_t *mcf,
+    ngx_mt5_credit_stat_desc_t *d, ngx_uint_t stat, ngx_uint_t slot,
+    ngx_str_t *provider)
+{
+    ngx_atomic_int_t  v;
+
+    v = mcf->stats ? (ngx_atomic_int_t) mcf->stats->value[slot][stat] : 0;
+
+    /* a gauge a crashed worker left high must not read negative */
+    if (v < 0) {
+        v = 0;
+    }
+
+    pos = ngx_sprintf(pos, "%s%s", d->name, d->suffix ? d->suffix : "");
+
+    if (provider != NULL && d->label != NULL) {
+        pos = ngx_sprintf(pos, "{provider=\"%V\",%s}", provider, d->label);
+
+    } else if (provider != NULL) {
+        pos = ngx_sprintf(pos, "{provider=\"%V\"}", provider);
+
+    } else if (d->label != NULL) {
+        pos = ngx_sprintf(pos, "{%s}", d->label);
+    }
+
+    if (d->milli) {
+        return ngx_sprintf(pos, " %A.%03A\n", v / 1000, v % 1000);
+    }
+
+    return ngx_sprintf(pos, " %A\n", v);
+}
+
+
 ngx_int_t
 ngx_mt5_credit_status_handler(ngx_http_request_t *r)
 {
     size_t                       size;
     ngx_int_t                    rc;
     ngx_buf_t                   *b;
-    ngx_uint_t                   i;
+    ngx_uint_t                   i, p;
     ngx_chain_t                  out;
     const char                  *last;
-    ngx_atomic_int_t             v;
     ngx_mt5_credit_main_conf_t  *mcf;
     ngx_mt5_credit_stat_desc_t  *d;
 
@@ -393,9 +510,11 @@ ngx_mt5_credit_status_handler(ngx_http_request_t *r)
         d = &ngx_mt5_credit_stats[i];
         size += sizeof("# HELP  \n# TYPE  \n") + 2 * ngx_strlen(d->name)
                 + ngx_strlen(d->help) + ngx_strlen(d->type)
-                + ngx_strlen(d->name) + (d->label ? ngx_strlen(d->label) : 0)
-                + (d->suffix ? ngx_strlen(d->suffix) : 0)
-                + sizeof("{} .000\n") + NGX_ATOMIC_T_LEN;
+                + (mcf->nproviders + 1)
+                  * (ngx_strlen(d->name) + (d->label ? ngx_strlen(d->label) : 0)
+                     + (d->suffix ? ngx_strlen(d->suffix) : 0)
+                     + sizeof("{provider=\"\",} .000\n") + 32
+                     + NGX_ATOMIC_T_LEN);
     }
 
     size += sizeof(NGX_MT5_CREDIT_BUILD_INFO) - 1;
@@ -420,25 +539,19 @@ ngx_mt5_credit_status_handler(ngx_http_request_t *r)
             last = d->name;
         }
 
-        v = mcf->stats ? (ngx_atomic_int_t) mcf->stats->value[i] : 0;
-
-        /* a gauge a crashed worker left high must not read negative */
-        if (v < 0) {
-            v = 0;
+        if (!ngx_mt5_credit_per_provider(i)) {
+            b->last = ngx_mt5_credit_status_sample(b->last, mcf, d, i, 0,
+                                                   NULL);
+            continue;
         }
 
-        b->last = ngx_sprintf(b->last, "%s%s", d->name,
-                              d->suffix ? d->suffix : "");
-
-        if (d->label) {
-            b->last = ngx_sprintf(b->last, "{%s}", d->label);
-        }
-
-        if (d->milli) {
-            b->last = ngx_sprintf(b->last, " %A.%03A\n", v / 1000, v % 1000);
-
-        } else {
-            b->last = ngx_sprintf(b->last, " %A\n", v);
+        /* a webhook's counters: one series per configured provider */
+        for (p = 1; p <= mcf->nproviders; p++) {
+            if (mcf->slot_of[p] != 0) {
+                b->last = ngx_mt5_credit_status_sample(b->last, mcf, d, i,
+                                                       mcf->slot_of[p],
+                                                       &mcf->providers[p]);
+            }
         }
     }
 

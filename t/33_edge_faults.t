@@ -157,7 +157,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     is($sb->sql1("SELECT count(*) FROM mt5credit.webhook_event "
                  . "WHERE provider_event_id = 'evt_pgdown2'"), 1,
        'and stored once');
-    ok(stat_value('mt5credit_responses_total{code="503"}') >= 2,
+    ok(stat_value('mt5credit_responses_total{provider="stripe",code="503"}') >= 2,
        'the 503s were counted');
 }
 
@@ -215,7 +215,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     my $res = post(event(pi => 'pi_qt3', id => 'evt_qt3'));
     is($res->{status}, 503, 'queued past mt5_credit_postgres_queue_timeout: 503');
     ok(!answered($_), 'while the connections are still busy') for @busy;
-    ok(stat_value('mt5credit_db_failures_total{cause="queue_timeout"}') >= 1,
+    ok(stat_value('mt5credit_db_failures_total{provider="stripe",cause="queue_timeout"}') >= 1,
        'counted as a queue timeout');
 
     $_->send('ROLLBACK;'), $_->close for @locks;
@@ -245,7 +245,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     like($again->{body}, qr/"outcome":"(credit_created|duplicate)"/,
          'the redelivery is accepted');
     is(credit_of('pi_timeout'), 1, 'and the credit exists exactly once');
-    ok(stat_value('mt5credit_db_failures_total{cause="timeout"}') >= 1,
+    ok(stat_value('mt5credit_db_failures_total{provider="stripe",cause="timeout"}') >= 1,
        'the timeout was counted');
 }
 

@@ -29,7 +29,12 @@ my $format = join '', '{"status":"$status",',
     '"request_id":"$request_id"}';
 my $st = Mt5Credit::Stack->new(
     nginx_http => "log_format mc_json escape=json '$format';",
-    locations => 'access_log %%DIR%%/access.json mc_json;');
+    locations => 'access_log %%DIR%%/access.json mc_json;
+        location = /webhooks/bank {
+            mt5_credit_webhook bank;
+            mt5_credit_signature stripe;
+            mt5_credit_secret_file %%DIR%%/stripe.secret;
+        }');
 my $sb = $st->sb;
 my $log = $sb->dir . '/access.json';
 $st->account(login => 70801);
@@ -108,34 +113,52 @@ $sb->start_postgres;
 
 # --- the same deliveries in the status page's counters ------------------------
 
+# another provider's location: its counters are its own
+my $bankb = stripe_event(deposit => $dep, amount => 1, pi => 'pi_vars_bank');
+$res = $sb->http('POST', '/webhooks/bank', body => $bankb,
+                 headers => stripe_headers('whsec_wrong_bank', $bankb));
+is($res->{status}, 400, 'a forged delivery to the bank location: 400');
+
 my $status = $sb->http('GET', '/status')->{body};
 sub sample { $status =~ /^\Q$_[0]\E ([\d.]+)$/m ? $1 : undef }
-is(sample('mt5credit_responses_total{code="200"}'), 2,
-   'mt5credit_responses_total{code="200"}: the payment and its duplicate');
-is(sample('mt5credit_responses_total{code="400"}'), 2,
+is(sample('mt5credit_responses_total{provider="stripe",code="200"}'), 2,
+   'mt5credit_responses_total{provider="stripe",code="200"}: the payment '
+   . 'and its duplicate');
+is(sample('mt5credit_responses_total{provider="stripe",code="400"}'), 2,
    '... code="400": the wrong signature and the body that is not an event');
-is(sample('mt5credit_responses_total{code="503"}'), 1, '... code="503": one');
+is(sample('mt5credit_responses_total{provider="stripe",code="503"}'), 1,
+   '... code="503": one');
 unlike($status, qr/_503_total/, 'no status code in a metric name');
+is(sample('mt5credit_webhooks_rejected_total{provider="bank",reason="bad_signature"}'),
+   1, 'the provider is a label: bank\'s refusal counted as bank\'s');
+is(sample('mt5credit_webhooks_rejected_total{provider="stripe",reason="bad_signature"}'),
+   1, '... and stripe\'s as stripe\'s');
+is(sample('mt5credit_webhooks_received_total{provider="bank"}'), 1,
+   '... each received counted under its provider');
+like($status, qr/^mt5credit_pg_connections \d+$/m,
+     'the pool\'s gauges belong to no provider');
 like($status, qr/^# TYPE mt5credit_ingest_duration_seconds histogram$/m,
      'mt5credit_ingest_duration_seconds is a histogram');
-my @le = $status =~ /^mt5credit_ingest_duration_seconds_bucket\{le="[^"]+"\} (\d+)$/mg;
+my @le = $status =~ /^mt5credit_ingest_duration_seconds_bucket\{provider="stripe",le="[^"]+"\} (\d+)$/mg;
 is(scalar @le, 12, '... of 12 buckets');
 is_deeply([ @le ], [ sort { $a <=> $b } @le ], '... cumulative');
 is($le[-1], 2, '... +Inf: the two committed deliveries');
-is(sample('mt5credit_ingest_duration_seconds_count'), 2, '... as _count');
-cmp_ok(sample('mt5credit_ingest_duration_seconds_sum'), '>', 0,
+is(sample('mt5credit_ingest_duration_seconds_count{provider="stripe"}'), 2,
+   '... as _count');
+cmp_ok(sample('mt5credit_ingest_duration_seconds_sum{provider="stripe"}'), '>', 0,
        '... and a _sum in seconds');
 
 # --- the record of refused deliveries (?refused) --------------------------------
 
 my $refused = $json->decode($sb->http('GET', '/status?refused')->{body});
 is(ref $refused, 'ARRAY', 'GET /status?refused: a JSON array');
-is_deeply([ map { $_->{reason} } @$refused ], [ 'malformed_body', 'bad_signature' ],
+is_deeply([ map { $_->{reason} } @$refused ],
+          [ 'bad_signature', 'malformed_body', 'bad_signature' ],
           '... the refusals, newest first');
 is_deeply([ map { "$_->{provider} $_->{from}" } @$refused ],
-          [ 'stripe 127.0.0.1', 'stripe 127.0.0.1' ],
+          [ 'bank 127.0.0.1', 'stripe 127.0.0.1', 'stripe 127.0.0.1' ],
           '... each with its provider and peer');
-is($refused->[0]{bytes}, length $junk, '... and its size');
+is($refused->[1]{bytes}, length $junk, '... and its size');
 like($refused->[0]{time}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/, '... and time');
 my $text = $sb->http('GET', '/status?refused')->{body};
 unlike($text, qr/v1=|whsec_|not json|pi_vars/,
