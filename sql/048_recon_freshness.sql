@@ -12,6 +12,32 @@
 --   mt5credit_recon_last_run_duration_seconds{provider,currency,verdict}
 -- and docs/examples/mt5credit-alerts.yml alerts on the second.
 --
+-- A run is one transaction, and recon_match() sets finished_at = now(),
+-- the transaction's start, as started_at is: every run took 0 s.  A
+-- trigger now stamps finished_at with the clock when the verdict is
+-- written, so finished_at - started_at is the run's time.
+--
+
+CREATE FUNCTION mt5credit.recon_run_finish_clock()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = mt5credit, pg_temp
+AS $$
+BEGIN
+    IF OLD.verdict = 'running' AND NEW.verdict <> 'running' THEN
+        NEW.finished_at := clock_timestamp();
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+-- (after recon_run_finished_is_final, by name: the guard sees the row
+-- as the caller wrote it)
+CREATE TRIGGER recon_run_stamp_finish
+    BEFORE UPDATE ON mt5credit.recon_run
+    FOR EACH ROW EXECUTE FUNCTION mt5credit.recon_run_finish_clock();
+
+REVOKE ALL ON FUNCTION mt5credit.recon_run_finish_clock() FROM PUBLIC;
 
 CREATE FUNCTION mt5credit.recon_freshness()
 RETURNS TABLE (provider text, currency text, last_day date,
