@@ -20,17 +20,6 @@
 #include "mc_textfile.h"
 
 
-/* upper bounds of the buckets, ms; the last bucket is +Inf */
-static const int64_t  mc_metrics_le_ms[MC_METRICS_BUCKETS - 1] = {
-    5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000
-};
-
-static const char  *mc_metrics_le[MC_METRICS_BUCKETS] = {
-    "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
-    "5", "10", "+Inf"
-};
-
-
 static void mc_metrics_observe(void *data, const char *path, int64_t ms,
     int rc, int retcode);
 static int mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c);
@@ -80,15 +69,7 @@ mc_metrics_observe(void *data, const char *path, int64_t ms, int rc,
     }
 
     e = &s->ep[i];
-
-    for (i = 0; i < MC_METRICS_BUCKETS - 1; i++) {
-        if (ms <= mc_metrics_le_ms[i]) {
-            e->bucket[i]++;
-        }
-    }
-    e->bucket[MC_METRICS_BUCKETS - 1]++;
-    e->count++;
-    e->sum_ms += (uint64_t) (ms > 0 ? ms : 0);
+    mc_histogram_observe(&e->time, ms);
 
     if (rc == MC_MT5_OK) {
         e->ok++;
@@ -147,8 +128,8 @@ mc_metrics_round(mc_metrics_t *m, const mc_metrics_counts_t *c)
 static int
 mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c)
 {
-    int                     i, j, k;
-    char                    tmp[1100];
+    int                     i, j;
+    char                    tmp[1100], labels[160];
     FILE                   *f;
     mc_metrics_server_t    *s;
     mc_metrics_endpoint_t  *e;
@@ -166,19 +147,10 @@ mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c)
         s = &m->servers[i];
         for (j = 0; j < s->nep; j++) {
             e = &s->ep[j];
-            for (k = 0; k < MC_METRICS_BUCKETS; k++) {
-                fprintf(f, "mt5credit_worker_mt5_request_duration_seconds_"
-                        "bucket{server=\"%s\",endpoint=\"%s\",le=\"%s\"} "
-                        "%llu\n", s->server, e->path, mc_metrics_le[k],
-                        (unsigned long long) e->bucket[k]);
-            }
-            fprintf(f, "mt5credit_worker_mt5_request_duration_seconds_sum"
-                    "{server=\"%s\",endpoint=\"%s\"} %llu.%03llu\n"
-                    "mt5credit_worker_mt5_request_duration_seconds_count"
-                    "{server=\"%s\",endpoint=\"%s\"} %llu\n", s->server,
-                    e->path, (unsigned long long) (e->sum_ms / 1000),
-                    (unsigned long long) (e->sum_ms % 1000), s->server,
-                    e->path, (unsigned long long) e->count);
+            snprintf(labels, sizeof(labels), "server=\"%s\",endpoint=\"%s\"",
+                     s->server, e->path);
+            mc_histogram_print(f, "mt5credit_worker_mt5_request_duration_"
+                               "seconds", labels, &e->time);
         }
     }
 

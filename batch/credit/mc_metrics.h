@@ -17,18 +17,17 @@
 #include <stdint.h>
 
 #include "mc_config.h"
+#include "mc_histogram.h"
 
 
 #define MC_METRICS_ENDPOINTS  16
-#define MC_METRICS_BUCKETS    12      /* the last is le="+Inf" */
 #define MC_METRICS_RETCODES   16
 
 
 typedef struct {
-    char        path[48];
-    uint64_t    bucket[MC_METRICS_BUCKETS];
-    uint64_t    count, sum_ms;
-    uint64_t    ok, rejected, no_answer;
+    char            path[48];
+    mc_histogram_t  time;
+    uint64_t        ok, rejected, no_answer;
 } mc_metrics_endpoint_t;
 
 

@@ -252,32 +252,13 @@ mc_papi_perform(mc_papi_t *api, const char *path, struct curl_slist *headers,
 }
 
 
-static const int64_t  mc_papi_le_ms[MC_PAPI_BUCKETS - 1] = {
-    5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000
-};
-
-static const char  *mc_papi_le[MC_PAPI_BUCKETS] = {
-    "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
-    "5", "10", "+Inf"
-};
-
-
 static void
 mc_papi_observe(mc_papi_t *api, long status, int64_t ms)
 {
-    int               i;
     mc_papi_stats_t  *st = &api->stats;
 
     st->by_class[status >= 200 && status < 600 ? status / 100 : 0]++;
-
-    for (i = 0; i < MC_PAPI_BUCKETS - 1; i++) {
-        if (ms <= mc_papi_le_ms[i]) {
-            st->bucket[i]++;
-        }
-    }
-    st->bucket[MC_PAPI_BUCKETS - 1]++;
-    st->count++;
-    st->sum_ms += (uint64_t) (ms > 0 ? ms : 0);
+    mc_histogram_observe(&st->time, ms);
 }
 
 
@@ -285,10 +266,9 @@ void
 mc_papi_metrics(const mc_config_t *cfg, const char *program,
     const mc_papi_t *const *apis, const char *const *names, int n)
 {
-    int                     i, k;
-    char                    path[1024], tmp[1100];
-    FILE                   *f;
-    const mc_papi_stats_t  *st;
+    int     i, k;
+    char    path[1024], tmp[1100], labels[128];
+    FILE   *f;
 
     static const char  *classes[] = { "none", "", "2xx", "3xx", "4xx",
                                       "5xx" };
@@ -332,20 +312,10 @@ mc_papi_metrics(const mc_config_t *cfg, const char *program,
         if (apis[i] == NULL) {
             continue;
         }
-        st = &apis[i]->stats;
-        for (k = 0; k < MC_PAPI_BUCKETS; k++) {
-            fprintf(f, "mt5credit_provider_request_duration_seconds_bucket{"
-                    "program=\"%s\",provider=\"%s\",le=\"%s\"} %llu\n",
-                    program, names[i], mc_papi_le[k],
-                    (unsigned long long) st->bucket[k]);
-        }
-        fprintf(f, "mt5credit_provider_request_duration_seconds_sum{"
-                "program=\"%s\",provider=\"%s\"} %llu.%03llu\n"
-                "mt5credit_provider_request_duration_seconds_count{"
-                "program=\"%s\",provider=\"%s\"} %llu\n", program,
-                names[i], (unsigned long long) (st->sum_ms / 1000),
-                (unsigned long long) (st->sum_ms % 1000), program, names[i],
-                (unsigned long long) st->count);
+        snprintf(labels, sizeof(labels), "program=\"%s\",provider=\"%s\"",
+                 program, names[i]);
+        mc_histogram_print(f, "mt5credit_provider_request_duration_seconds",
+                           labels, &apis[i]->stats.time);
     }
 
     fprintf(f, "# HELP mt5credit_program_last_round_timestamp_seconds When "

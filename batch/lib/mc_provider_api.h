@@ -17,18 +17,16 @@
 #include <curl/curl.h>
 
 #include "mc_config.h"
+#include "mc_histogram.h"
 
 
 #define MC_PAPI_BODY_MAX  (1024 * 1024)
 
 
 /* every request's time and outcome, for the program's own metrics */
-#define MC_PAPI_BUCKETS  12             /* the last is le="+Inf" */
-
 typedef struct {
-    uint64_t    by_class[6];            /* 0: no answer; 2..5: 2xx..5xx */
-    uint64_t    bucket[MC_PAPI_BUCKETS];
-    uint64_t    count, sum_ms;
+    uint64_t        by_class[6];        /* 0: no answer; 2..5: 2xx..5xx */
+    mc_histogram_t  time;
 } mc_papi_stats_t;
 
 
