@@ -26,7 +26,7 @@ mc_recon_slots_take(mc_recon_slots_t *sl, mc_config_t *cfg,
     char *err, size_t errlen)
 {
     int              rc, told;
-    time_t           until;
+    int64_t          until;
     struct timespec  second = { 1, 0 };
 
     memset(sl, 0, sizeof(*sl));
@@ -52,7 +52,9 @@ mc_recon_slots_take(mc_recon_slots_t *sl, mc_config_t *cfg,
         return -1;
     }
 
-    until = time(NULL) + cfg->recon_slot_wait;
+    /* the monotonic clock: a step of the wall clock neither ends the wait
+       early nor makes it last for ever */
+    until = mc_recon_now_us() + (int64_t) cfg->recon_slot_wait * 1000000;
     told = 0;
 
     for ( ;; ) {
@@ -61,7 +63,7 @@ mc_recon_slots_take(mc_recon_slots_t *sl, mc_config_t *cfg,
             break;
         }
 
-        if (time(NULL) >= until || (stop != NULL && *stop)) {
+        if (mc_recon_now_us() >= until || (stop != NULL && *stop)) {
             snprintf(err, errlen, "MT5 server %s: no Web API session slot "
                      "free in %d s: all %d are held (workers, another run); "
                      "sessions is the cap for workers and reconciliation "
