@@ -19,7 +19,8 @@
 #   - a payout sent with no rail configured, or a misspelt rail accepted
 #   - the API keys in any log
 #   - a paused provider's refund leg or payout sent (sql/046)
-#   - the sender's own metrics missing a provider (metrics_dir)
+#   - the sender's own metrics missing a provider (metrics_dir,
+#     payout_metrics_listen)
 
 use strict;
 use warnings;
@@ -380,6 +381,21 @@ is($sb->sql1("SELECT kind || ' ' || severity FROM mt5credit.case WHERE "
          '... and the rail\'s');
     like($prom, qr/^mt5credit_program_last_round_timestamp_seconds\{program="payout"\} \d{10}$/m,
          '... and its last round');
+
+    # over HTTP too, while it runs (payout_metrics_listen)
+    my $mport = $sb->free_port;
+    (my $htext = $text) =~ s/^metrics_dir = .*$/payout_metrics_listen = 127.0.0.1:$mport/m;
+    my $hconf = $sb->write_file('payout-listen.conf', $htext);
+    Mt5Credit::Worker::start_cmd($sb, 'px', 'payout', $hconf);
+    my $r;
+    ok(Mt5Credit::Worker::wait_for(sub {
+           $r = eval { $sb->http('GET', '/metrics', port => $mport) } // {};
+           ($r->{status} // 0) == 200 }, 30),
+       'the sender serves GET /metrics on payout_metrics_listen');
+    like($r->{body}, qr/^mt5credit_provider_requests_total\{program="payout",provider="bank",code="2xx"\} \d+$/m,
+         '... the rail\'s requests among them');
+    is(Mt5Credit::Worker::stop($sb, 'px'), 0, '... and it stops on TERM');
+    $said .= Mt5Credit::Worker::log_of($sb, 'px');
 }
 
 $st->stop_worker('w1');

@@ -8,7 +8,8 @@
 #   - the delivered one being credited twice (by the webhook and by the
 #     query)
 #   - a second query round crediting anything
-#   - poll-provider's own metrics missing what it asked (metrics_dir)
+#   - poll-provider's own metrics missing what it asked (metrics_dir,
+#     query_metrics_listen)
 
 use strict;
 use warnings;
@@ -104,6 +105,26 @@ like($prom, qr/^mt5credit_program_last_round_timestamp_seconds\{program="poll-pr
      '... and its last round');
 is(credits($kept) . ' ' . credits($lost), '1 1',
    'the lost payment is found by asking; the other is not credited again');
+
+# the same metrics over HTTP, while it runs (query_metrics_listen)
+{
+    my $mport = $sb->free_port;
+    my $hconf = $st->worker_config('pp1',
+        provider_api_url => "http://127.0.0.1:$port",
+        provider_api_key_file => $keyfile, query_min_age => 0,
+        query_metrics_listen => "127.0.0.1:$mport");
+    Mt5Credit::Worker::start_cmd($sb, 'pp1', 'poll-provider', $hconf);
+    my $r;
+    ok(Mt5Credit::Worker::wait_for(sub {
+           $r = eval { $sb->http('GET', '/metrics', port => $mport) } // {};
+           ($r->{status} // 0) == 200 }, 30),
+       'poll-provider serves GET /metrics on query_metrics_listen');
+    like($r->{body}, qr/^mt5credit_program_last_round_timestamp_seconds\{program="poll-provider"\} \d{10}$/m,
+         '... its last round');
+    like($r->{body}, qr/^# TYPE mt5credit_provider_request_duration_seconds histogram$/m,
+         '... and its provider requests\' histogram');
+    is(Mt5Credit::Worker::stop($sb, 'pp1'), 0, '... and stops on TERM');
+}
 
 Mt5Credit::Worker::start($sb, 'w1', $conf);
 my $ids = $sb->psql("SELECT c.id FROM mt5credit.mt5_credit c JOIN "

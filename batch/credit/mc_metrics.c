@@ -17,19 +17,20 @@
 #include "mc_log.h"
 #include "mc_metrics.h"
 #include "mc_mt5.h"
-#include "mc_textfile.h"
 
 
 static void mc_metrics_observe(void *data, const char *path, int64_t ms,
     int rc, int retcode);
-static int mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c);
+static void mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c,
+    FILE *f);
 static int64_t mc_metrics_now_ms(void);
 
 
-void
+int
 mc_metrics_init(mc_metrics_t *m, mc_config_t *cfg)
 {
-    int  i;
+    int   i;
+    char  err[512];
 
     memset(m, 0, sizeof(*m));
 
@@ -40,10 +41,22 @@ mc_metrics_init(mc_metrics_t *m, mc_config_t *cfg)
     }
     m->nservers = cfg->nservers;
 
-    if (cfg->metrics_dir[0] != '\0') {
-        mc_textfile_path(m->path, sizeof(m->path), cfg->metrics_dir, "work",
-                         cfg->worker_name);
+    if (mc_exposition_open(&m->out, cfg, "work", cfg->metrics_listen, err,
+                           sizeof(err))
+        != 0)
+    {
+        mc_log(MC_LOG_ERROR, "metrics_listen: %s", err);
+        return -1;
     }
+
+    return 0;
+}
+
+
+void
+mc_metrics_close(mc_metrics_t *m)
+{
+    mc_exposition_close(&m->out);
 }
 
 
@@ -105,39 +118,36 @@ mc_metrics_observe(void *data, const char *path, int64_t ms, int rc,
 void
 mc_metrics_round(mc_metrics_t *m, const mc_metrics_counts_t *c)
 {
-    int64_t  now;
+    FILE     *f;
+    int64_t   now;
 
     m->last_round = (int64_t) time(NULL);
 
-    if (m->path[0] == '\0') {
+    if (!mc_exposition_wanted(&m->out)) {
         return;
     }
 
     now = mc_metrics_now_ms();
-    if (now - m->written_ms < 1000) {
+    if (m->written_ms != 0 && now - m->written_ms < 1000) {
         return;
     }
     m->written_ms = now;
 
-    if (mc_metrics_write(m, c) != 0) {
-        mc_log(MC_LOG_WARN, "metrics: %s: %s", m->path, strerror(errno));
+    f = mc_exposition_begin(&m->out);
+    if (f != NULL) {
+        mc_metrics_write(m, c, f);
+        mc_exposition_end(&m->out);
     }
 }
 
 
-static int
-mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c)
+static void
+mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c, FILE *f)
 {
     int                     i, j;
-    char                    tmp[1100], labels[160];
-    FILE                   *f;
+    char                    labels[160];
     mc_metrics_server_t    *s;
     mc_metrics_endpoint_t  *e;
-
-    f = mc_textfile_open(m->path, tmp, sizeof(tmp));
-    if (f == NULL) {
-        return -1;
-    }
 
     fprintf(f, "# HELP mt5credit_worker_mt5_request_duration_seconds MT5 "
             "Web API requests of this worker, by server and endpoint.\n"
@@ -221,8 +231,6 @@ mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c)
             (unsigned long long) c->unknown, (unsigned long long) c->released,
             (unsigned long long) c->found, (unsigned long long) c->absent,
             (unsigned long long) c->unresolved, (long long) m->last_round);
-
-    return mc_textfile_commit(f, tmp, m->path);
 }
 
 

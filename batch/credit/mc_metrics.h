@@ -5,9 +5,11 @@
  * API request's time and outcome per server and endpoint (a cumulative
  * histogram), balance answers per retcode, the session slot it holds,
  * its credits and resolver lookups by outcome, and when its last round
- * ended.  Written, with metrics_dir set, as a node-exporter textfile
- * (mt5credit-work-<worker_name>.prom, atomically) after each round, at
- * most once a second.  One thread: the worker's.
+ * ended.  Rendered after each round, at most once a second, into a
+ * node-exporter textfile (metrics_dir: mt5credit-work-<worker_name>.prom,
+ * atomically) and for GET /metrics (metrics_listen), as configured.  The
+ * counters are the worker thread's own; the endpoint's thread reads only
+ * what was rendered (mc_exposition).
  */
 
 #ifndef MC_METRICS_H
@@ -17,6 +19,7 @@
 #include <stdint.h>
 
 #include "mc_config.h"
+#include "mc_exposition.h"
 #include "mc_histogram.h"
 
 
@@ -44,7 +47,7 @@ typedef struct {
 
 
 typedef struct {
-    char                    path[1024];      /* "": not written */
+    mc_exposition_t         out;
     mc_metrics_server_t     servers[MC_CONFIG_MAX_SERVERS];
     int                     nservers;
     int64_t                 last_round;      /* unix seconds */
@@ -52,8 +55,10 @@ typedef struct {
 } mc_metrics_t;
 
 
-/* hooks every server's MT5 config (before its sessions are made) */
-void mc_metrics_init(mc_metrics_t *m, mc_config_t *cfg);
+/* hooks every server's MT5 config (before its sessions are made), and
+   starts serving if metrics_listen says so: -1, logged, if it cannot */
+int mc_metrics_init(mc_metrics_t *m, mc_config_t *cfg);
+void mc_metrics_close(mc_metrics_t *m);
 
 /* the worker's counters, passed in at each write */
 typedef struct {

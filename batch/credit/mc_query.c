@@ -32,7 +32,8 @@
 typedef struct {
     mc_config_t  *cfg;
     PGconn       *conn;
-    mc_papi_t     api;
+    mc_papi_t        api;
+    mc_exposition_t  metrics;     /* metrics_dir, query_metrics_listen */
 } mc_query_t;
 
 
@@ -52,6 +53,7 @@ int
 mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 {
     int         rc;
+    char        err[512];
     unsigned    slept;
     mc_query_t  q;
 
@@ -64,10 +66,20 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         return 2;
     }
 
+    if (mc_exposition_open(&q.metrics, cfg, "poll-provider",
+                           cfg->query_metrics_listen, err, sizeof(err))
+        != 0)
+    {
+        mc_log(MC_LOG_ERROR, "query_metrics_listen: %s", err);
+        mc_papi_close(&q.api);
+        return 2;
+    }
+
     q.conn = mc_deployment_connect(cfg->query_database[0] != '\0'
                                    ? cfg->query_database : cfg->database,
                                    cfg->deployment_tag, "poll-provider");
     if (q.conn == NULL) {
+        mc_exposition_close(&q.metrics);
         mc_papi_close(&q.api);
         return 1;
     }
@@ -102,19 +114,20 @@ mc_query_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
     }
 
     PQfinish(q.conn);
+    mc_exposition_close(&q.metrics);
     mc_papi_close(&q.api);
     return rc;
 }
 
 
-/* the round's end in poll-provider's own metrics (metrics_dir) */
+/* the round's end in poll-provider's own metrics */
 static void
 mc_query_metrics(mc_query_t *q)
 {
     const mc_papi_t  *apis[1] = { &q->api };
     const char       *names[1] = { "stripe" };
 
-    mc_papi_metrics(q->cfg, "poll-provider", apis, names, 1);
+    mc_papi_metrics(&q->metrics, "poll-provider", apis, names, 1);
 }
 
 

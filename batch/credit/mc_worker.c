@@ -91,7 +91,9 @@ mc_worker_init(mc_worker_t *w, mc_config_t *cfg, volatile int *stop)
     }
 
     /* before the sessions: they copy the config, its hooks too */
-    mc_metrics_init(&w->metrics, cfg);
+    if (mc_metrics_init(&w->metrics, cfg) != 0) {
+        return -1;
+    }
 
     for (i = 0; i < cfg->nservers; i++) {
         w->servers[i].config = &cfg->servers[i];
@@ -120,6 +122,7 @@ mc_worker_free(mc_worker_t *w)
         }
     }
 
+    mc_metrics_close(&w->metrics);
     mc_wake_free(w->wake);
     mc_db_close(w->db);
 }

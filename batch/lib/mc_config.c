@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mc_config.h"
+#include "mc_exporter.h"
 #include "mc_log.h"
 
 
@@ -88,6 +89,14 @@ static const mc_key_t  mc_main_keys[] = {
       "poll-provider and payout write their own metrics, "
       "mt5credit-<program>-<worker_name>.prom, after each round (default: "
       "none)" },
+    { "metrics_listen", MC_KEY_STR, MC_MAIN(metrics_listen), 0, 0,
+      "work: a loopback address (127.0.0.1:9464, [::1]:9464) where it "
+      "serves its own metrics, GET /metrics, as of its last round "
+      "(default: none)" },
+    { "query_metrics_listen", MC_KEY_STR, MC_MAIN(query_metrics_listen),
+      0, 0, "poll-provider: the same, on its own address (default: none)" },
+    { "payout_metrics_listen", MC_KEY_STR, MC_MAIN(payout_metrics_listen),
+      0, 0, "payout: the same, on its own address (default: none)" },
     { "log_format", MC_KEY_STR, MC_MAIN(log_format), 0, 0,
       "text, or json: one object a line, with credit, ref, server, login "
       "and payout as fields where the line names them (text)" },
@@ -213,6 +222,8 @@ static int mc_config_set(const mc_key_t *keys, void *base, const char *key,
     const char *value, char *err, size_t errlen);
 static int mc_config_seconds(const char *v, long *out);
 static int mc_config_finish(mc_config_t *cfg, char *err, size_t errlen);
+static int mc_config_listens(const mc_config_t *cfg, char *err,
+    size_t errlen);
 static int mc_config_password(mc_server_config_t *s, char *err,
     size_t errlen);
 
@@ -612,6 +623,10 @@ mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
         return -1;
     }
 
+    if (mc_config_listens(cfg, err, errlen) != 0) {
+        return -1;
+    }
+
     /*
      * A claim must outlive the reads before the call, the call itself and
      * a margin: then no call can still be on its way when the lease ends
@@ -728,6 +743,43 @@ mc_config_password(mc_server_config_t *s, char *err, size_t errlen)
         snprintf(err, errlen, "[server %s] password_file %s is empty",
                  s->name, s->password_file);
         return -1;
+    }
+
+    return 0;
+}
+
+
+/* each program's metrics address is a loopback one, and its own: the
+   three run on one host, and a second bind would fail at start */
+static int
+mc_config_listens(const mc_config_t *cfg, char *err, size_t errlen)
+{
+    int          i, j;
+    char         why[256];
+    const char  *v[3], *k[3] = { "metrics_listen", "query_metrics_listen",
+                                 "payout_metrics_listen" };
+
+    v[0] = cfg->metrics_listen;
+    v[1] = cfg->query_metrics_listen;
+    v[2] = cfg->payout_metrics_listen;
+
+    for (i = 0; i < 3; i++) {
+        if (v[i][0] == '\0') {
+            continue;
+        }
+
+        if (mc_exporter_check(v[i], why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "%s: %s: %s", cfg->path, k[i], why);
+            return -1;
+        }
+
+        for (j = 0; j < i; j++) {
+            if (strcmp(v[i], v[j]) == 0) {
+                snprintf(err, errlen, "%s: %s and %s are both \"%s\": each "
+                         "program needs its own", cfg->path, k[j], k[i], v[i]);
+                return -1;
+            }
+        }
     }
 
     return 0;

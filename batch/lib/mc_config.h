@@ -60,6 +60,9 @@ typedef struct {
     char                 log_level[16];
     char                 log_format[8];    /* text, json */
     char                 metrics_dir[512]; /* "": no textfile */
+    char                 metrics_listen[80];        /* work; "": none */
+    char                 query_metrics_listen[80];  /* poll-provider */
+    char                 payout_metrics_listen[80]; /* payout */
     char                 deployment_tag[16]; /* what the database says, 036 */
     char                 state_dir[512];   /* the workers' claims, kept */
     char                 recon_database[1024]; /* "": database */

@@ -15,7 +15,6 @@
 
 #include "mc_log.h"
 #include "mc_provider_api.h"
-#include "mc_textfile.h"
 
 
 static int mc_papi_url_ok(const mc_papi_t *api, const char *url_key);
@@ -263,26 +262,22 @@ mc_papi_observe(mc_papi_t *api, long status, int64_t ms)
 
 
 void
-mc_papi_metrics(const mc_config_t *cfg, const char *program,
+mc_papi_metrics(mc_exposition_t *out, const char *program,
     const mc_papi_t *const *apis, const char *const *names, int n)
 {
     int     i, k;
-    char    path[1024], tmp[1100], labels[128];
+    char    labels[128];
     FILE   *f;
 
     static const char  *classes[] = { "none", "", "2xx", "3xx", "4xx",
                                       "5xx" };
 
-    if (cfg->metrics_dir[0] == '\0') {
+    if (!mc_exposition_wanted(out)) {
         return;
     }
 
-    mc_textfile_path(path, sizeof(path), cfg->metrics_dir, program,
-                     cfg->worker_name);
-
-    f = mc_textfile_open(path, tmp, sizeof(tmp));
+    f = mc_exposition_begin(out);
     if (f == NULL) {
-        mc_log(MC_LOG_WARN, "metrics: %s: %s", path, strerror(errno));
         return;
     }
 
@@ -324,9 +319,7 @@ mc_papi_metrics(const mc_config_t *cfg, const char *program,
             "mt5credit_program_last_round_timestamp_seconds{program=\"%s\"} "
             "%lld\n", program, (long long) time(NULL));
 
-    if (mc_textfile_commit(f, tmp, path) != 0) {
-        mc_log(MC_LOG_WARN, "metrics: %s: %s", path, strerror(errno));
-    }
+    mc_exposition_end(out);
 }
 
 

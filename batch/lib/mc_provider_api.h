@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "mc_config.h"
+#include "mc_exposition.h"
 #include "mc_histogram.h"
 
 
@@ -84,12 +85,12 @@ int mc_papi_post_json(mc_papi_t *api, const char *path, const char *json,
 void mc_papi_answer_free(mc_papi_answer_t *a);
 
 /*
- * The program's provider metrics, with metrics_dir set: its APIs'
- * requests by status class and their time, and its last round, in
- * <metrics_dir>/mt5credit-<program>-<worker_name>.prom (mc_textfile).
- * apis[i] is the API of provider names[i]; a NULL api is skipped.
+ * The program's provider metrics, where out says (metrics_dir, its
+ * *metrics_listen): its APIs' requests by status class and their time,
+ * and its last round.  apis[i] is the API of provider names[i]; a NULL
+ * api is skipped.
  */
-void mc_papi_metrics(const mc_config_t *cfg, const char *program,
+void mc_papi_metrics(mc_exposition_t *out, const char *program,
     const mc_papi_t *const *apis, const char *const *names, int n);
 
 

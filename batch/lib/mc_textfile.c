@@ -57,6 +57,12 @@ mc_textfile_commit(FILE *f, const char *tmp, const char *path)
     }
     err = errno;
 
+    /* a write that failed before, whatever the flush says now */
+    if (rc == 0 && ferror(f)) {
+        rc = -1;
+        err = EIO;
+    }
+
     if (fclose(f) != 0 && rc == 0) {
         rc = -1;
         err = errno;

@@ -66,9 +66,11 @@ int
 mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
 {
     int               rc;
+    char              err[512];
     unsigned          slept;
     mc_sender_t       r;
     mc_payout_t       p;
+    mc_exposition_t   metrics;    /* metrics_dir, payout_metrics_listen */
     const mc_papi_t  *apis[2];
     const char       *names[2] = { "stripe", "stripe" };
 
@@ -106,9 +108,20 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         return 2;
     }
 
+    if (mc_exposition_open(&metrics, cfg, "payout",
+                           cfg->payout_metrics_listen, err, sizeof(err))
+        != 0)
+    {
+        mc_log(MC_LOG_ERROR, "payout_metrics_listen: %s", err);
+        mc_papi_close(&r.api);
+        mc_papi_close(&p.api);
+        return 2;
+    }
+
     r.conn = mc_deployment_connect(cfg->database, cfg->deployment_tag,
                                    "payout");
     if (r.conn == NULL) {
+        mc_exposition_close(&metrics);
         mc_papi_close(&r.api);
         mc_papi_close(&p.api);
         return 1;
@@ -130,7 +143,7 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
         apis[1] = p.rail != NULL ? &p.api : NULL;
         names[1] = cfg->payout_provider[0] ? cfg->payout_provider
                                            : "stripe";
-        mc_papi_metrics(cfg, "payout", apis, names, 2);
+        mc_papi_metrics(&metrics, "payout", apis, names, 2);
 
         if (once || *stop) {
             break;
@@ -158,6 +171,7 @@ mc_payout_run(mc_config_t *cfg, int once, volatile sig_atomic_t *stop)
     }
 
     PQfinish(r.conn);
+    mc_exposition_close(&metrics);
     mc_papi_close(&r.api);
     mc_papi_close(&p.api);
     return rc;
