@@ -10,6 +10,8 @@
 #     hidden
 #   - a half-written file (it is renamed into place), or a worker that
 #     stops because its metrics cannot be written
+#   - status's credit latency histogram falling (a credit counted twice,
+#     or dropped as it ages), or its sum other than the credits' own times
 
 use strict;
 use warnings;
@@ -80,6 +82,73 @@ my $last = v('mt5credit_worker_last_round_timestamp_seconds');
 ok($last && $last >= $t0 && $last <= time + 1,
    'the last round\'s time, just now');
 unlike($m, qr/_503_|\{status=/, 'no status code or status in a metric name');
+
+# --- how long credits take, in status: counted once, never falling ------------
+
+sub status_prom {
+    my ($src, $o) = Mt5Credit::Worker::run($sb, 'status', '--database',
+        'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=worker',
+        '--prometheus');
+    die "status: $o" if $src;
+    return $o;
+}
+
+sub latency {
+    my ($text) = @_;
+    my @b = $text =~ /^mt5credit_credit_latency_seconds_bucket\{le="[^"]+"\} (\d+)$/mg;
+    my ($n) = $text =~ /^mt5credit_credit_latency_seconds_count (\d+)$/m;
+    my ($sum) = $text =~ /^mt5credit_credit_latency_seconds_sum (\S+)$/m;
+    my ($done) = $text =~ /^mt5credit_credits_done_total\{kind="deposit"\} (\d+)$/m;
+    return { buckets => \@b, count => $n, sum => $sum, done => $done };
+}
+
+my $l1 = latency(status_prom());
+is($l1->{count}, 2, 'status: the two credits done are in the latency histogram');
+is($l1->{done}, 2, '... and mt5credit_credits_done_total{kind="deposit"} is 2');
+is(scalar @{ $l1->{buckets} }, 12, '... 12 buckets');
+is_deeply($l1->{buckets}, [ sort { $a <=> $b } @{ $l1->{buckets} } ],
+          '... cumulative');
+my $want_sum = $sb->sql1("SELECT sum(round(extract(epoch FROM updated_at - "
+                         . "created_at) * 1000)) / 1000 FROM mt5credit.mt5_credit "
+                         . "WHERE status = 'done'");
+cmp_ok(abs($l1->{sum} - $want_sum), '<', 0.0015,
+       "... its sum each credit's own time ($want_sum s)");
+like(status_prom(), qr/^# TYPE mt5credit_credits_done_total counter$/m,
+     '... a counter');
+
+# the credits age past an hour (021 counted only the last hour's, so they
+# fell out and the counter went down); a write that is not to done again
+$sb->psql("UPDATE mt5credit.mt5_credit SET created_at = created_at - "
+          . "interval '2 hours'");
+my $l2 = latency(status_prom());
+is($l2->{count}, 2, 'credits two hours old are still counted: it never falls');
+is_deeply($l2->{buckets}, $l1->{buckets}, '... the buckets as they were');
+
+# a third credit: counted once, the others not again
+my $c4 = $st->pay(login => 71001, amount => 4444);
+($rc, $out) = Mt5Credit::Worker::run($sb, 'work', '-c', $conf, '--once');
+is($st->status_of($c4), 'done', 'a further credit made');
+my $l3 = latency(status_prom());
+is($l3->{count}, 3, '... counted once: 3');
+is($l3->{done}, 3, '... done_total 3');
+ok(!grep({ $l3->{buckets}[$_] < $l1->{buckets}[$_] } 0 .. 11),
+   '... no bucket went down');
+
+# 050's count of the credits done before it: run again on emptied counters,
+# it finds the same as the trigger did
+my ($seed) = do { local $/; open my $f, '<', 'sql/050_credit_latency_counters.sql'
+                      or die $!; <$f> }
+    =~ /^(INSERT INTO mt5credit\.credit_latency .*?;)$/ms;
+ok($seed, '050 counts the credits done before it');
+# (created_at was aged above, so the seed's times are the rows' times now)
+$sb->psql("DELETE FROM mt5credit.credit_latency");
+$sb->psql($seed);
+is($sb->sql1("SELECT sum(n) FROM mt5credit.credit_latency"), 3,
+   '... each done credit once');
+is($sb->sql1("SELECT sum(sum_ms) FROM mt5credit.credit_latency"),
+   $sb->sql1("SELECT sum(greatest(0, round(extract(epoch FROM updated_at - "
+             . "created_at) * 1000))) FROM mt5credit.mt5_credit WHERE status = 'done'"),
+   '... with each one\'s time');
 
 # a directory it cannot write: the worker goes on, and says so
 my $bad = $st->worker_config('metrics2', metrics_dir => $sb->dir . '/nowhere');

@@ -1,8 +1,9 @@
 /*
  * Copyright (C) mt5-credit
  *
- * `mt5credit status`: sql/021's work_status() and the active pauses
- * (sql/046) as a table, or in Prometheus' text format (a textfile collector, or a scrape through any
+ * `mt5credit status`: work_status() (sql/050 holds it), the active pauses
+ * (sql/046) and reconciliation's freshness (sql/048), as a table or in
+ * Prometheus' text format (a textfile collector, or a scrape through any
  * exporter that runs a command).
  */
 
@@ -35,10 +36,14 @@ typedef struct {
 static const mc_status_metric_t  mc_status_metrics[] = {
     { "credits", "mt5credit_credits", "mt5credit_credits", "gauge",
       "Credit intents by kind and status.", "kind", "status" },
+    { "done_total", "mt5credit_credits_done_total",
+      "mt5credit_credits_done_total", "counter",
+      "Credits whose deal was recorded, by kind, counted once each as "
+      "they became done.", "kind", NULL },
     { "latency_bucket", "mt5credit_credit_latency_seconds_bucket",
       "mt5credit_credit_latency_seconds", "histogram",
-      "Seconds from a credit's intent to its recorded deal, over the "
-      "credits made in the last hour.", NULL, "le" },
+      "Seconds from a credit's intent to its recorded deal, every credit "
+      "counted once as it became done.", NULL, "le" },
     { "latency_count", "mt5credit_credit_latency_seconds_count", NULL, NULL,
       NULL, NULL, NULL },
     { "latency_sum", "mt5credit_credit_latency_seconds_sum", NULL, NULL,
@@ -279,6 +284,9 @@ mc_status_prometheus(FILE *out, const char *metric, const char *kind,
 
     } else if (m->label2 != NULL) {
         fprintf(out, "{%s=\"%s\"}", m->label2, status);
+
+    } else if (m->label1 != NULL) {
+        fprintf(out, "{%s=\"%s\"}", m->label1, kind);
     }
 
     fprintf(out, " %s\n", value);
