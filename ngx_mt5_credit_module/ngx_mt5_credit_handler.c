@@ -313,6 +313,7 @@ ngx_mt5_credit_start_ingest(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx)
     ngx_uint_t                   i;
     const char                  *scheme;
     ngx_http_cleanup_t          *cln;
+    ngx_http_variable_value_t   *rid;
     ngx_mt5_credit_pg_op_t      *op;
     ngx_mt5_credit_loc_conf_t   *lcf;
     ngx_mt5_credit_main_conf_t  *mcf;
@@ -361,6 +362,14 @@ ngx_mt5_credit_start_ingest(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx)
 
         op->values[4] = (const char *) ctx->signed_at;
         op->lengths[4] = 8;
+    }
+
+    /* the id an access_log line carries: the event is found from it */
+    rid = ngx_http_get_indexed_variable(r, mcf->request_id_index);
+
+    if (rid != NULL && !rid->not_found && rid->len > 0) {
+        op->values[5] = (const char *) rid->data;
+        op->lengths[5] = (int) rid->len;
     }
 
     /* if the request goes away first, the statement is detached */

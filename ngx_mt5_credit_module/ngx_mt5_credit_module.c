@@ -432,7 +432,14 @@ ngx_mt5_credit_postconfiguration(ngx_conf_t *cf)
 {
     ngx_mt5_credit_main_conf_t  *mcf;
 
+    static ngx_str_t  request_id = ngx_string("request_id");
+
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_mt5_credit_module);
+
+    mcf->request_id_index = ngx_http_get_variable_index(cf, &request_id);
+    if (mcf->request_id_index == NGX_ERROR) {
+        return NGX_ERROR;
+    }
 
     return ngx_mt5_credit_status_init_zone(cf, mcf);
 }

@@ -157,6 +157,9 @@ typedef struct {
     /* this worker's outage line: one a second, with the count between */
     ngx_msec_t                    outage_logged;
     ngx_uint_t                    outage_quiet;
+    /* nginx's $request_id, passed to ingest() and stored with the event */
+    ngx_int_t                     request_id_index;
+
     unsigned                      outage_once:1;
 } ngx_mt5_credit_main_conf_t;
 

@@ -106,9 +106,11 @@ static void ngx_mt5_credit_pg_notice(void *arg, const char *message);
 static const char *ngx_mt5_credit_pg_message(PGconn *pg);
 
 
-/* parameter types of the ingest statement: text, text, bytea, text, int8 */
+/* parameter types of the ingest statement (sql/051): provider, event id,
+   body, scheme, signature time, request id: text, text, bytea, text,
+   int8, text */
 static const Oid  ngx_mt5_credit_pg_types[NGX_MT5_CREDIT_PG_NPARAMS] = {
-    25, 25, 17, 25, 20
+    25, 25, 17, 25, 20, 25
 };
 
 

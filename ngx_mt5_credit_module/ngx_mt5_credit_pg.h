@@ -26,8 +26,8 @@
 #define NGX_MT5_CREDIT_PG_STMT       "mt5credit_ingest"
 #define NGX_MT5_CREDIT_PG_QUERY                                              \
     "SELECT outcome, credit_id, event_row_id, detail "                       \
-    "FROM mt5credit.ingest($1, $2, $3, $4, $5)"
-#define NGX_MT5_CREDIT_PG_NPARAMS    5
+    "FROM mt5credit.ingest($1, $2, $3, $4, $5, $6)"
+#define NGX_MT5_CREDIT_PG_NPARAMS    6
 
 
 /* how an operation ended */

@@ -865,17 +865,22 @@ SQL
 is(scalar(grep { $_->{rows} != 1 || $_->{fields} != 4 } @answers), 0,
    'every one of ' . scalar(@answers) . ' ingest() calls answered exactly '
    . 'one row of four fields');
-is($sb->sql1("SELECT pg_get_function_result("
-             . "'mt5credit.ingest(text,text,bytea,text,bigint)'"
-             . "::regprocedure)"),
-   'TABLE(outcome text, credit_id bigint, event_row_id bigint, detail text)',
-   'ingest() returns only outcome, credit_id, event_row_id and detail');
-is(join(',', map { $_->[0] } @{ $sb->psql(<<'SQL') }), 'ingest',
-SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+for my $sig ('text,text,bytea,text,bigint', 'text,text,bytea,text,bigint,text') {
+    is($sb->sql1("SELECT pg_get_function_result("
+                 . "'mt5credit.ingest($sig)'::regprocedure)"),
+       'TABLE(outcome text, credit_id bigint, event_row_id bigint, detail text)',
+       "ingest($sig) returns only outcome, credit_id, event_row_id and detail");
+}
+# the edge's, and the older edge's without a request id (sql/051)
+is(join(',', map { $_->[0] } @{ $sb->psql(<<'SQL') }),
+SELECT p.oid::regprocedure FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = 'mt5credit'
   AND has_function_privilege('edge', p.oid, 'EXECUTE')
-ORDER BY 1
+ORDER BY 1::text
 SQL
+   'mt5credit.ingest(text,text,bytea,text,bigint),'
+   . 'mt5credit.ingest(text,text,bytea,text,bigint,text)',
    'ingest() is the only function the edge role may execute');
 for my $t ('deposit', 'mt5_credit', 'webhook_event', '"case"') {
     like($sb->psql("SELECT count(*) FROM mt5credit.$t", user => 'edge',

@@ -11,6 +11,11 @@
 #   - a request the module did not handle carrying its values
 #   - the answers not counted by status code (mt5credit_responses_total),
 #     or the committed ones missing from the ingest histogram
+#   - a log line that leads to no event: the $request_id is stored with
+#     the event, a conflicting body and a malformed one (sql/051), found
+#     by `events list --request-id`, shown by `events show`, immutable;
+#     an older edge's five-argument ingest() still stores, and an id of
+#     another shape never refuses an event
 
 use strict;
 use warnings;
@@ -72,10 +77,29 @@ is($sb->sql1("SELECT credit_id FROM mt5credit.webhook_event WHERE id = "
 is($l->{reason}, '', '$mt5_credit_reason: empty');
 like($l->{request_id}, qr/^[0-9a-f]{32}$/, '$request_id beside them');
 
+# --- the request id stored with what was stored (sql/051) -----------------------
+
+my $rid = $l->{request_id};
+my $event = $l->{event};
+my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
+is($sb->sql1("SELECT request_id FROM mt5credit.webhook_event WHERE id = $event"),
+   $rid, 'the access log\'s $request_id is stored with the event');
+my ($erc, $eout) = Mt5Credit::Worker::run($sb, 'events', '--database',
+    "$db user=ops_alice", 'list', '--request-id', $rid);
+is($erc, 0, 'mt5credit events list --request-id');
+like($eout, qr/^$event\s+stripe\s/m, '... finds that event');
+like($eout, qr/^\(1 event\)$/m, '... and only it');
+($erc, $eout) = Mt5Credit::Worker::run($sb, 'events', '--database',
+    "$db user=ops_alice", 'show', $event);
+like($eout, qr/"request_id": "$rid"/, 'events show prints it');
+
 $res = $st->webhook($body);
 $l = last_line();
 is($l->{outcome}, 'duplicate', 'the same delivery again: duplicate');
 is($l->{credit}, $answer->{credit}, '... naming the same credit');
+isnt($l->{request_id}, $rid, '... under a request id of its own');
+is($sb->sql1("SELECT request_id FROM mt5credit.webhook_event WHERE id = $event"),
+   $rid, '... the event keeps the first delivery\'s');
 
 # refused before anything is stored
 $res = $sb->http('POST', '/webhooks/stripe', body => $body,
@@ -91,7 +115,12 @@ my $junk = 'not json at all';
 $res = $sb->http('POST', '/webhooks/stripe', body => $junk,
                  headers => stripe_headers($Mt5Credit::Stack::SECRET, $junk));
 is($res->{status}, 400, 'a signed body that is not an event: 400');
-is(last_line()->{outcome}, 'malformed', '... logged malformed');
+$l = last_line();
+is($l->{outcome}, 'malformed', '... logged malformed');
+is($sb->sql1("SELECT first_request_id || ' ' || last_request_id FROM "
+             . "mt5credit.webhook_malformed"), "$l->{request_id} $l->{request_id}",
+   '... kept with its request id');
+my $first = $l->{request_id};
 
 # a request of another location
 $sb->http('GET', '/status');
@@ -173,5 +202,56 @@ my $flood = grep { $_->{reason} eq 'bad_signature' } @$refused;
 cmp_ok($flood - 1, '<=', 20, "30 forged deliveries in a moment: $flood "
        . 'recorded, at most 10 a second');
 cmp_ok($flood - 1, '>=', 1, '... but recorded');
+
+# --- request ids of later deliveries (after the counters above) ----------------
+
+# other bytes under the same event id: the conflict row has its request
+(my $other = $body) =~ s/"amount_total": 5000/"amount_total": 5001/;
+isnt($other, $body, '(a body changed under the same event id)');
+$res = $st->webhook($other);
+$l = last_line();
+is($sb->sql1("SELECT request_id FROM mt5credit.webhook_event_conflict "
+             . "WHERE event_id = $event"), $l->{request_id},
+   'a conflicting body: stored with its own request id');
+($erc, $eout) = Mt5Credit::Worker::run($sb, 'events', '--database',
+    "$db user=ops_alice", 'list', '--request-id', $l->{request_id});
+like($eout, qr/^$event\s+stripe\s/m, '... and that id finds the event it conflicts with');
+
+# evidence: the id never changes afterwards, whoever asks
+like($sb->psql("UPDATE mt5credit.webhook_event SET request_id = "
+               . "'00000000000000000000000000000000' WHERE id = $event",
+               may_fail => 1),
+     qr/is evidence: its content is immutable/,
+     'the stored request id cannot be rewritten');
+
+# an edge built before 051 calls the five-argument ingest(): still stored
+my $dep5 = $sb->create_deposit(client => 'alice', login => 70801,
+                               amount => 5000);
+my $old = stripe_event(deposit => $dep5, amount => 5000, pi => 'pi_vars_old');
+my $out5 = $sb->psql("SET ROLE mt5credit_ingest; SELECT outcome, "
+    . "event_row_id FROM mt5credit.ingest('stripe', NULL, "
+    . "convert_to(\$b\$$old\$b\$, 'UTF8'), 'stripe', NULL)");
+is($out5->[-1][0], 'credit_created',
+   'the five-argument ingest() of an older edge still stores (and credits)');
+is($sb->sql1("SELECT coalesce(request_id, 'none') FROM mt5credit.webhook_event "
+             . "WHERE id = $out5->[-1][1]"), 'none', '... with no request id');
+my $bad = $sb->psql("SET ROLE mt5credit_ingest; SELECT outcome FROM "
+    . "mt5credit.ingest('stripe', NULL, convert_to(\$b\$"
+    . stripe_event(deposit => $sb->create_deposit(client => 'alice',
+                       login => 70801, amount => 700), amount => 700,
+                   pi => 'pi_vars_badrid')
+    . "\$b\$, 'UTF8'), 'stripe', NULL, 'not-an-id')");
+is($bad->[-1][0], 'credit_created', 'a request id not of nginx\'s shape never refuses an event');
+is($sb->sql1("SELECT coalesce(request_id, 'none') FROM mt5credit.webhook_event "
+             . "WHERE position('pi_vars_badrid'::bytea IN raw_body) > 0"), 'none',
+   '... and is stored as none');
+
+
+$sb->http('POST', '/webhooks/stripe', body => $junk,
+          headers => stripe_headers($Mt5Credit::Stack::SECRET, $junk));
+$l = last_line();
+is($sb->sql1("SELECT first_request_id || ' ' || last_request_id FROM "
+             . "mt5credit.webhook_malformed"), "$first $l->{request_id}",
+   'a malformed body again: the first delivery\'s id kept, the latest beside it');
 
 done_testing;

@@ -23,6 +23,7 @@ typedef struct {
     const char  *deposit;
     const char  *since;
     const char  *until;
+    const char  *request_id;
     const char  *limit;
     const char  *reason;
     int          raw;
@@ -43,14 +44,16 @@ mc_events_usage(FILE *f)
 "\n"
 "  list [--provider P] [--type T] [--disposition D] [--payment KEY]\n"
 "       [--deposit dep_...] [--since 2026-11-01] [--until 2026-11-02]\n"
-"       [--limit N]\n"
+"       [--request-id ID] [--limit N]\n"
 "        stored events, newest first; --payment, --deposit: the events\n"
 "        whose bytes name it or whose credit is of it (a scan: give\n"
-"        --since on a large store); --until: received before it\n"
+"        --since on a large store); --until: received before it;\n"
+"        --request-id: the event nginx's $request_id delivered (or a\n"
+"        conflicting body of it), as an access_log line shows it\n"
 "  show ID [--raw]\n"
-"        the event: scheme, signature time, when it was received, its\n"
-"        bytes as received, what ingest() did, its replays; --raw: only\n"
-"        the bytes\n"
+"        the event: scheme, signature time, when it was received and\n"
+"        by which request, its bytes as received, what ingest() did,\n"
+"        its replays; --raw: only the bytes\n"
 "  replay ID --reason TEXT\n"
 "        the stored bytes through ingest's rules again, under the same\n"
 "        unique keys (a payment already credited stays credited once);\n"
@@ -152,6 +155,7 @@ mc_events_parse(int argc, char **argv, mc_events_opts_t *o)
         { "deposit", required_argument, NULL, 'D' },
         { "since", required_argument, NULL, 's' },
         { "until", required_argument, NULL, 'u' },
+        { "request-id", required_argument, NULL, 'q' },
         { "limit", required_argument, NULL, 'l' },
         { "reason", required_argument, NULL, 'r' },
         { "raw", no_argument, NULL, 'R' },
@@ -171,6 +175,7 @@ mc_events_parse(int argc, char **argv, mc_events_opts_t *o)
         case 'D': o->deposit = optarg; break;
         case 's': o->since = optarg; break;
         case 'u': o->until = optarg; break;
+        case 'q': o->request_id = optarg; break;
         case 'l': o->limit = optarg; break;
         case 'r': o->reason = optarg; break;
         case 'R': o->raw = 1; break;
@@ -191,8 +196,9 @@ mc_events_list(PGconn *conn, const mc_events_opts_t *o)
 {
     int          i, n;
     PGresult    *res;
-    const char  *p[8] = { o->provider, o->type, o->disposition, o->payment,
-                          o->deposit, o->since, o->until, o->limit };
+    const char  *p[9] = { o->provider, o->type, o->disposition, o->payment,
+                          o->deposit, o->since, o->until, o->request_id,
+                          o->limit };
 
     res = PQexecParams(conn,
         "SELECT id, provider, provider_event_id, coalesce(event_type, '-'), "
@@ -201,7 +207,7 @@ mc_events_list(PGconn *conn, const mc_events_opts_t *o)
         "coalesce(credit_id::text, '-'), replays, bytes, "
         "coalesce(detail, '') "
         "FROM mt5credit.events_list($1, $2, $3, $4, $5, $6::timestamptz, "
-        "$7::timestamptz, $8::integer)", 8, NULL, p, NULL, NULL, 0);
+        "$7::timestamptz, $8, $9::integer)", 9, NULL, p, NULL, NULL, 0);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         fprintf(stderr, "mt5credit: events list: %s",
