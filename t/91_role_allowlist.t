@@ -9,6 +9,7 @@
 #   - a program's role being able to take a person's part in moving money:
 #     no role but the desk's may prepare, approve or decide anything
 #   - a role that logs in by itself holding more than its group gives
+#   - the console's roles holding any right of their own
 
 use strict;
 use warnings;
@@ -57,6 +58,11 @@ is(join("\n", grep { !$allowed{$_} } @granted), '',
    'no role may execute a function the allow-list does not name');
 is(join("\n", grep { !$granted{$_} } @allowed), '',
    'and every grant the allow-list names is there (it is current)');
+
+# the console's roles (052) hold nothing: a console login acts only as a
+# person, by SET ROLE (t/67)
+is(join(' ', grep { /^mt5credit_(?:console|person) / } @granted), '',
+   'mt5credit_console and mt5credit_person may execute no function');
 
 # the decisions that move money belong to people
 my @decide = qw(case_decide case_propose case_propose_settle_done
