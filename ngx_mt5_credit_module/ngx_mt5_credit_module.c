@@ -486,7 +486,19 @@ ngx_mt5_credit_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    mcf->pool = ngx_mt5_credit_pg_pool_create(cycle, mcf);
+    mcf->pg.keywords = mcf->pg_keywords;
+    mcf->pg.values = mcf->pg_values;
+    mcf->pg.pool_size = mcf->pg_pool_size;
+    mcf->pg.queue_size = mcf->pg_queue_size;
+    mcf->pg.max_requests = mcf->pg_max_requests;
+    mcf->pg.connect_timeout = mcf->pg_connect_timeout;
+    mcf->pg.query_timeout = mcf->pg_query_timeout;
+    mcf->pg.queue_timeout = mcf->pg_queue_timeout;
+    mcf->pg.idle_timeout = mcf->pg_idle_timeout;
+    mcf->pg.prepare = 1;
+    mcf->pg.stats = 1;
+
+    mcf->pool = ngx_mt5_credit_pg_pool_create(cycle, mcf, &mcf->pg);
     if (mcf->pool == NULL) {
         return NGX_ERROR;
     }

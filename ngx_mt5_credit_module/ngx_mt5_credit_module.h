@@ -25,6 +25,27 @@ typedef struct ngx_mt5_credit_redis_s    ngx_mt5_credit_redis_t;
 
 
 /*
+ * What a pool connects to and how it is bounded.  The edge's pool is
+ * filled from the mt5_credit_pg_* directives and prepares the ingest
+ * statement on every connection; the console's (ngx_mt5_credit_console.c)
+ * has its own login and sends its statements as text.
+ */
+typedef struct {
+    const char                  **keywords;     /* libpq's, checked */
+    const char                  **values;
+    ngx_uint_t                    pool_size;
+    ngx_uint_t                    queue_size;
+    ngx_uint_t                    max_requests;
+    ngx_msec_t                    connect_timeout;
+    ngx_msec_t                    query_timeout;
+    ngx_msec_t                    queue_timeout;
+    ngx_msec_t                    idle_timeout;
+    unsigned                      prepare:1;    /* the ingest statement */
+    unsigned                      stats:1;      /* in the edge's gauges */
+} ngx_mt5_credit_pg_conf_t;
+
+
+/*
  * Counters and gauges kept in shared memory, so the status location shows
  * the sum over all workers and survives a reload.  The order is the order
  * of ngx_mt5_credit_stat_names[].
@@ -141,6 +162,7 @@ typedef struct {
     ngx_mt5_credit_stats_t       *stats;
 
     /* per worker, created in init_process */
+    ngx_mt5_credit_pg_conf_t      pg;             /* the pool's, from above */
     ngx_mt5_credit_pg_pool_t     *pool;
     ngx_mt5_credit_redis_t       *redis;
 

@@ -67,6 +67,7 @@ struct ngx_mt5_credit_pg_conn_s {
 
 struct ngx_mt5_credit_pg_pool_s {
     ngx_mt5_credit_main_conf_t   *mcf;
+    ngx_mt5_credit_pg_conf_t     *conf;
     ngx_log_t                    *log;
     ngx_queue_t                   idle;
     ngx_queue_t                   active;
@@ -103,6 +104,10 @@ static void ngx_mt5_credit_pg_dequeue(ngx_mt5_credit_pg_op_t *op);
 static ngx_uint_t ngx_mt5_credit_pg_same_socket(
     ngx_mt5_credit_pg_conn_t *conn);
 static void ngx_mt5_credit_pg_notice(void *arg, const char *message);
+static void ngx_mt5_credit_pg_stat(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_stat_e stat, ngx_atomic_int_t delta);
+static void ngx_mt5_credit_pg_count(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_stat_e stat);
 static const char *ngx_mt5_credit_pg_message(PGconn *pg);
 
 
@@ -116,7 +121,7 @@ static const Oid  ngx_mt5_credit_pg_types[NGX_MT5_CREDIT_PG_NPARAMS] = {
 
 ngx_mt5_credit_pg_pool_t *
 ngx_mt5_credit_pg_pool_create(ngx_cycle_t *cycle,
-    ngx_mt5_credit_main_conf_t *mcf)
+    ngx_mt5_credit_main_conf_t *mcf, ngx_mt5_credit_pg_conf_t *conf)
 {
     ngx_mt5_credit_pg_pool_t  *pool;
 
@@ -126,6 +131,7 @@ ngx_mt5_credit_pg_pool_create(ngx_cycle_t *cycle,
     }
 
     pool->mcf = mcf;
+    pool->conf = conf;
     pool->log = cycle->log;
 
     ngx_queue_init(&pool->idle);
@@ -172,9 +178,9 @@ ngx_mt5_credit_pg_run(ngx_mt5_credit_pg_pool_t *pool,
 {
     ngx_queue_t                 *q;
     ngx_mt5_credit_pg_conn_t    *conn;
-    ngx_mt5_credit_main_conf_t  *mcf;
+    ngx_mt5_credit_pg_conf_t    *conf;
 
-    mcf = pool->mcf;
+    conf = pool->conf;
 
     op->pool = pool;
     op->conn = NULL;
@@ -192,11 +198,11 @@ ngx_mt5_credit_pg_run(ngx_mt5_credit_pg_pool_t *pool,
         ngx_mt5_credit_pg_close(conn);
     }
 
-    if (pool->nwaiting >= mcf->pg_queue_size) {
+    if (pool->nwaiting >= conf->queue_size) {
         return NGX_BUSY;
     }
 
-    if (pool->nconns < mcf->pg_pool_size
+    if (pool->nconns < conf->pool_size
         && ngx_mt5_credit_pg_connect(pool) != NGX_OK
         && pool->nconns == 0)
     {
@@ -206,13 +212,13 @@ ngx_mt5_credit_pg_run(ngx_mt5_credit_pg_pool_t *pool,
     ngx_queue_insert_tail(&pool->waiting, &op->queue);
     op->queued = 1;
     pool->nwaiting++;
-    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_QUEUED, 1);
+    ngx_mt5_credit_pg_stat(pool, NGX_MT5_CREDIT_STAT_PG_QUEUED, 1);
 
     /* not cancelable: a graceful exit waits for queued webhooks */
     op->wait.handler = ngx_mt5_credit_pg_wait_timeout;
     op->wait.data = op;
     op->wait.log = op->log;
-    ngx_add_timer(&op->wait, mcf->pg_queue_timeout);
+    ngx_add_timer(&op->wait, conf->queue_timeout);
 
     return NGX_OK;
 }
@@ -243,7 +249,7 @@ ngx_mt5_credit_pg_dequeue(ngx_mt5_credit_pg_op_t *op)
     ngx_queue_remove(&op->queue);
     op->queued = 0;
     op->pool->nwaiting--;
-    ngx_mt5_credit_stat_add(op->pool->mcf, NGX_MT5_CREDIT_STAT_PG_QUEUED, -1);
+    ngx_mt5_credit_pg_stat(op->pool, NGX_MT5_CREDIT_STAT_PG_QUEUED, -1);
 
     if (op->wait.timer_set) {
         ngx_del_timer(&op->wait);
@@ -258,7 +264,7 @@ ngx_mt5_credit_pg_wait_timeout(ngx_event_t *ev)
 
     ngx_log_error(NGX_LOG_ERR, op->log, 0,
                   "mt5_credit: no PostgreSQL connection became free within "
-                  "%M ms", op->pool->mcf->pg_queue_timeout);
+                  "%M ms", op->pool->conf->queue_timeout);
 
     ngx_mt5_credit_pg_dequeue(op);
 
@@ -277,11 +283,11 @@ ngx_mt5_credit_pg_connect(ngx_mt5_credit_pg_pool_t *pool)
 {
     PGconn                      *pg;
     ngx_mt5_credit_pg_conn_t    *conn;
-    ngx_mt5_credit_main_conf_t  *mcf;
+    ngx_mt5_credit_pg_conf_t    *conf;
 
-    mcf = pool->mcf;
+    conf = pool->conf;
 
-    pg = PQconnectStartParams(mcf->pg_keywords, mcf->pg_values, 0);
+    pg = PQconnectStartParams(pool->conf->keywords, pool->conf->values, 0);
 
     if (pg == NULL) {
         ngx_log_error(NGX_LOG_ERR, pool->log, 0,
@@ -314,7 +320,7 @@ ngx_mt5_credit_pg_connect(ngx_mt5_credit_pg_pool_t *pool)
     conn->pool = pool;
     conn->pg = pg;
     conn->state = NGX_MT5_CREDIT_PG_CONNECTING;
-    conn->deadline = ngx_current_msec + mcf->pg_connect_timeout;
+    conn->deadline = ngx_current_msec + conf->connect_timeout;
     conn->log = *pool->log;
     conn->log.action = "connecting to PostgreSQL";
 
@@ -338,10 +344,10 @@ ngx_mt5_credit_pg_connect(ngx_mt5_credit_pg_pool_t *pool)
     ngx_queue_insert_tail(&pool->active, &conn->queue);
     pool->nconns++;
 
-    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_OPEN, 1);
-    ngx_mt5_credit_count(mcf, NGX_MT5_CREDIT_STAT_PG_CONNECTS);
+    ngx_mt5_credit_pg_stat(pool, NGX_MT5_CREDIT_STAT_PG_OPEN, 1);
+    ngx_mt5_credit_pg_count(pool, NGX_MT5_CREDIT_STAT_PG_CONNECTS);
 
-    ngx_add_timer(conn->c->read, mcf->pg_connect_timeout);
+    ngx_add_timer(conn->c->read, conf->connect_timeout);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
                    "mt5_credit: connecting to PostgreSQL on *%uA",
@@ -500,9 +506,9 @@ ngx_mt5_credit_pg_connect_step(ngx_mt5_credit_pg_conn_t *conn)
 {
     ngx_msec_int_t               left;
     PostgresPollingStatusType    ps;
-    ngx_mt5_credit_main_conf_t  *mcf;
+    ngx_mt5_credit_pg_conf_t    *conf;
 
-    mcf = conn->pool->mcf;
+    conf = conn->pool->conf;
 
     ps = PQconnectPoll(conn->pg);
 
@@ -558,8 +564,18 @@ ngx_mt5_credit_pg_connect_step(ngx_mt5_credit_pg_conn_t *conn)
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
-                   "mt5_credit: connected to PostgreSQL on *%uA, preparing",
+                   "mt5_credit: connected to PostgreSQL on *%uA",
                    conn->c->number);
+
+    /* a pool that sends its statements as text has nothing to prepare */
+    if (!conf->prepare) {
+        if (conn->c->read->timer_set) {
+            ngx_del_timer(conn->c->read);
+        }
+
+        ngx_mt5_credit_pg_release(conn);
+        return;
+    }
 
     /* prepared once per connection, asynchronously like everything else */
     conn->state = NGX_MT5_CREDIT_PG_PREPARING;
@@ -579,7 +595,7 @@ ngx_mt5_credit_pg_connect_step(ngx_mt5_credit_pg_conn_t *conn)
     }
 
     conn->flushing = 1;
-    ngx_add_timer(conn->c->read, mcf->pg_query_timeout);
+    ngx_add_timer(conn->c->read, conf->query_timeout);
 
     ngx_mt5_credit_pg_io_step(conn);
 }
@@ -632,7 +648,13 @@ ngx_mt5_credit_pg_io_step(ngx_mt5_credit_pg_conn_t *conn)
         st = PQresultStatus(res);
 
         if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-            if (conn->result == NULL) {
+            /* the rows: of the first statement that returns any (a
+               simple query's SET comes before its SELECT) */
+            if (conn->result == NULL
+                || (st == PGRES_TUPLES_OK
+                    && PQresultStatus(conn->result) != PGRES_TUPLES_OK))
+            {
+                PQclear(conn->result);
                 conn->result = res;
                 continue;
             }
@@ -673,9 +695,6 @@ ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
     PGresult                    *res, *error;
     ngx_mt5_credit_pg_op_t      *op;
     ngx_mt5_credit_pg_rc_e       rc;
-    ngx_mt5_credit_main_conf_t  *mcf;
-
-    mcf = conn->pool->mcf;
 
     if (conn->c->read->timer_set) {
         ngx_del_timer(conn->c->read);
@@ -709,7 +728,7 @@ ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
     op = conn->op;
     conn->op = NULL;
     conn->requests++;
-    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
+    ngx_mt5_credit_pg_stat(conn->pool, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
 
     if (error != NULL) {
         err = PQresultErrorMessage(error);
@@ -779,9 +798,9 @@ ngx_mt5_credit_pg_idle_step(ngx_mt5_credit_pg_conn_t *conn)
 static void
 ngx_mt5_credit_pg_timeout(ngx_mt5_credit_pg_conn_t *conn)
 {
-    ngx_mt5_credit_main_conf_t  *mcf;
+    ngx_mt5_credit_pg_conf_t    *conf;
 
-    mcf = conn->pool->mcf;
+    conf = conn->pool->conf;
 
     switch (conn->state) {
 
@@ -801,7 +820,7 @@ ngx_mt5_credit_pg_timeout(ngx_mt5_credit_pg_conn_t *conn)
         ngx_log_error(NGX_LOG_ERR, conn->op ? conn->op->log : &conn->log, 0,
                       "mt5_credit: PostgreSQL did not answer within %M ms; "
                       "connection closed, outcome unknown",
-                      mcf->pg_query_timeout);
+                      conf->query_timeout);
         ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_TIMEOUT,
                                 "query timeout");
         return;
@@ -810,7 +829,7 @@ ngx_mt5_credit_pg_timeout(ngx_mt5_credit_pg_conn_t *conn)
         ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
                       "mt5_credit: PostgreSQL connect timed out after %M ms",
                       conn->state == NGX_MT5_CREDIT_PG_CONNECTING
-                      ? mcf->pg_connect_timeout : mcf->pg_query_timeout);
+                      ? conf->connect_timeout : conf->query_timeout);
         ngx_mt5_credit_pg_abort(conn, NGX_MT5_CREDIT_PG_UNAVAILABLE,
                                 "connect timeout");
         return;
@@ -867,26 +886,38 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
 {
     size_t                       size;
     ngx_uint_t                   i;
-    ngx_mt5_credit_main_conf_t  *mcf;
+    ngx_mt5_credit_pg_conf_t    *conf;
 
-    mcf = conn->pool->mcf;
+    conf = conn->pool->conf;
 
-    if (PQsendQueryPrepared(conn->pg, NGX_MT5_CREDIT_PG_STMT,
-                            NGX_MT5_CREDIT_PG_NPARAMS, op->values,
-                            op->lengths, op->formats, 0)
-        == 0)
-    {
-        ngx_log_error(NGX_LOG_ERR, op->log, 0,
-                      "mt5_credit: PQsendQueryPrepared() failed: %s",
-                      ngx_mt5_credit_pg_message(conn->pg));
-        return NGX_ERROR;
+    if (op->sql != NULL) {
+        if (PQsendQuery(conn->pg, op->sql) == 0) {
+            ngx_log_error(NGX_LOG_ERR, op->log, 0,
+                          "mt5_credit: PQsendQuery() failed: %s",
+                          ngx_mt5_credit_pg_message(conn->pg));
+            return NGX_ERROR;
+        }
+
+        size = ngx_strlen(op->sql);
+
+    } else {
+        if (PQsendQueryPrepared(conn->pg, NGX_MT5_CREDIT_PG_STMT,
+                                NGX_MT5_CREDIT_PG_NPARAMS, op->values,
+                                op->lengths, op->formats, 0)
+            == 0)
+        {
+            ngx_log_error(NGX_LOG_ERR, op->log, 0,
+                          "mt5_credit: PQsendQueryPrepared() failed: %s",
+                          ngx_mt5_credit_pg_message(conn->pg));
+            return NGX_ERROR;
+        }
+
+        for (i = 0, size = 0; i < NGX_MT5_CREDIT_PG_NPARAMS; i++) {
+            size += op->lengths[i];
+        }
     }
 
-    /* the parameters are in libpq's buffer now; op may go any time */
-
-    for (i = 0, size = 0; i < NGX_MT5_CREDIT_PG_NPARAMS; i++) {
-        size += op->lengths[i];
-    }
+    /* the statement is in libpq's buffer now; op may go any time */
 
     if (size > conn->carried) {
         conn->carried = size;
@@ -898,23 +929,24 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
     conn->c->idle = 0;
     conn->c->log = &conn->log;
     conn->state = NGX_MT5_CREDIT_PG_BUSY;
-    conn->log.action = "running the ingest statement";
+    conn->log.action = op->sql ? "running a console statement"
+                               : "running the ingest statement";
     conn->op = op;
     conn->flushing = 1;
     op->conn = conn;
 
-    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, 1);
+    ngx_mt5_credit_pg_stat(conn->pool, NGX_MT5_CREDIT_STAT_PG_BUSY, 1);
 
     /* not cancelable: a graceful exit lets a running statement finish */
     conn->c->read->cancelable = 0;
-    ngx_add_timer(conn->c->read, mcf->pg_query_timeout);
+    ngx_add_timer(conn->c->read, conf->query_timeout);
 
     if (ngx_mt5_credit_pg_flush(conn) != NGX_OK) {
         /* nothing reached the server for sure; the caller may retry */
         conn->op = NULL;
         op->conn = NULL;
         conn->state = NGX_MT5_CREDIT_PG_IDLE;
-        ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
+        ngx_mt5_credit_pg_stat(conn->pool, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
         ngx_log_error(NGX_LOG_ERR, op->log, 0,
                       "mt5_credit: sending to PostgreSQL failed: %s",
                       ngx_mt5_credit_pg_message(conn->pg));
@@ -936,10 +968,10 @@ ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
     ngx_queue_t                 *q;
     ngx_mt5_credit_pg_op_t      *op;
     ngx_mt5_credit_pg_pool_t    *pool;
-    ngx_mt5_credit_main_conf_t  *mcf;
+    ngx_mt5_credit_pg_conf_t    *conf;
 
     pool = conn->pool;
-    mcf = pool->mcf;
+    conf = pool->conf;
 
     conn->state = NGX_MT5_CREDIT_PG_IDLE;
 
@@ -954,7 +986,7 @@ ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
 
     if (PQstatus(conn->pg) != CONNECTION_OK
         || PQtransactionStatus(conn->pg) != PQTRANS_IDLE
-        || conn->requests >= mcf->pg_max_requests
+        || conn->requests >= conf->max_requests
         || conn->carried > NGX_MT5_CREDIT_PG_RECYCLE_BYTES)
     {
         ngx_mt5_credit_pg_close(conn);
@@ -998,7 +1030,7 @@ ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
         return;
     }
 
-    ngx_add_timer(conn->c->read, mcf->pg_idle_timeout);
+    ngx_add_timer(conn->c->read, conf->idle_timeout);
     conn->c->read->cancelable = 1;
 }
 
@@ -1015,7 +1047,7 @@ ngx_mt5_credit_pg_refill(ngx_mt5_credit_pg_pool_t *pool)
         return;
     }
 
-    if (pool->nconns < pool->mcf->pg_pool_size
+    if (pool->nconns < pool->conf->pool_size
         && ngx_mt5_credit_pg_connect(pool) == NGX_OK)
     {
         return;
@@ -1049,16 +1081,14 @@ static void
 ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn)
 {
     ngx_mt5_credit_pg_pool_t    *pool;
-    ngx_mt5_credit_main_conf_t  *mcf;
 
     pool = conn->pool;
-    mcf = pool->mcf;
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
                    "mt5_credit: closing PostgreSQL connection");
 
     if (conn->state == NGX_MT5_CREDIT_PG_BUSY) {
-        ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
+        ngx_mt5_credit_pg_stat(pool, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
     }
 
     if (conn->op != NULL) {
@@ -1071,7 +1101,7 @@ ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn)
 
     ngx_queue_remove(&conn->queue);
     pool->nconns--;
-    ngx_mt5_credit_stat_add(mcf, NGX_MT5_CREDIT_STAT_PG_OPEN, -1);
+    ngx_mt5_credit_pg_stat(pool, NGX_MT5_CREDIT_STAT_PG_OPEN, -1);
 
     /*
      * libpq closes the socket itself when it finds the connection lost
@@ -1140,4 +1170,25 @@ ngx_mt5_credit_pg_notice(void *arg, const char *message)
 
     ngx_log_error(NGX_LOG_NOTICE, &conn->log, 0,
                   "mt5_credit: PostgreSQL: %*s", len, message);
+}
+
+
+/* the edge's pool gauges count the edge's pool only */
+static void
+ngx_mt5_credit_pg_stat(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_stat_e stat, ngx_atomic_int_t delta)
+{
+    if (pool->conf->stats) {
+        ngx_mt5_credit_stat_add(pool->mcf, stat, delta);
+    }
+}
+
+
+static void
+ngx_mt5_credit_pg_count(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_stat_e stat)
+{
+    if (pool->conf->stats) {
+        ngx_mt5_credit_count(pool->mcf, stat);
+    }
 }

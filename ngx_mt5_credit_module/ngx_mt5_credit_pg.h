@@ -64,6 +64,10 @@ struct ngx_mt5_credit_pg_op_s {
     ngx_mt5_credit_pg_pool_t     *pool;
     ngx_mt5_credit_pg_conn_t     *conn;         /* while on a connection */
 
+    /* the ingest statement's parameters, or, with sql set, the text of
+       one simple query (several statements, one implicit transaction),
+       whose rows are those of its first statement that returns rows */
+    const char                   *sql;
     const char                   *values[NGX_MT5_CREDIT_PG_NPARAMS];
     int                           lengths[NGX_MT5_CREDIT_PG_NPARAMS];
     int                           formats[NGX_MT5_CREDIT_PG_NPARAMS];
@@ -76,8 +80,9 @@ struct ngx_mt5_credit_pg_op_s {
 };
 
 
+/* conf must live as long as the pool; its stats go to mcf's gauges */
 ngx_mt5_credit_pg_pool_t *ngx_mt5_credit_pg_pool_create(ngx_cycle_t *cycle,
-    ngx_mt5_credit_main_conf_t *mcf);
+    ngx_mt5_credit_main_conf_t *mcf, ngx_mt5_credit_pg_conf_t *conf);
 void ngx_mt5_credit_pg_pool_destroy(ngx_mt5_credit_pg_pool_t *pool);
 
 /*
