@@ -34,7 +34,17 @@ static void ngx_mt5_credit_exit_process(ngx_cycle_t *cycle);
 
 static char *ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *host,
+static char *ngx_mt5_credit_merge_console(ngx_conf_t *cf,
+    ngx_mt5_credit_loc_conf_t *prev, ngx_mt5_credit_loc_conf_t *conf);
+static char *ngx_mt5_credit_console_postgres(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_mt5_credit_console(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_mt5_credit_conninfo(ngx_conf_t *cf, ngx_str_t *value,
+    const char *directive, const char *appname, const char ***keywords,
+    const char ***values, ngx_str_t *options);
+static char *ngx_mt5_credit_check_pg_host(ngx_conf_t *cf,
+    const char *directive, const char *host,
     const char *hostaddr);
 static char *ngx_mt5_credit_pg_options(ngx_conf_t *cf,
     ngx_mt5_credit_main_conf_t *mcf);
@@ -199,6 +209,27 @@ static ngx_command_t  ngx_mt5_credit_commands[] = {
       0,
       NULL },
 
+    { ngx_string("mt5_credit_console_postgres"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_mt5_credit_console_postgres,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mt5_credit_console"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_mt5_credit_console,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mt5_credit_console_person"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_set_complex_value_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_mt5_credit_loc_conf_t, console_person),
+      NULL },
+
       ngx_null_command
 };
 
@@ -332,6 +363,8 @@ ngx_mt5_credit_create_loc_conf(ngx_conf_t *cf)
     lcf->sig = NGX_CONF_UNSET_PTR;
     lcf->tolerance = NGX_CONF_UNSET;
     lcf->status = NGX_CONF_UNSET;
+    lcf->console = NGX_CONF_UNSET;
+    lcf->console_person = NULL;
 
     return lcf;
 }
@@ -368,6 +401,10 @@ ngx_mt5_credit_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_str_value(conf->secret_file, prev->secret_file, "");
     ngx_conf_merge_sec_value(conf->tolerance, prev->tolerance, 300);
     ngx_conf_merge_value(conf->status, prev->status, 0);
+
+    if (ngx_mt5_credit_merge_console(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->provider.len == 0) {
         return NGX_CONF_OK;
@@ -427,6 +464,87 @@ ngx_mt5_credit_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 }
 
 
+/*
+ * A console location: its person defaults to $remote_user (auth_basic's),
+ * and it needs the console's own pool at http level.
+ */
+static char *
+ngx_mt5_credit_merge_console(ngx_conf_t *cf, ngx_mt5_credit_loc_conf_t *prev,
+    ngx_mt5_credit_loc_conf_t *conf)
+{
+    ngx_mt5_credit_main_conf_t        *mcf;
+    ngx_http_compile_complex_value_t   ccv;
+
+    static ngx_str_t  remote_user = ngx_string("$remote_user");
+
+    ngx_conf_merge_value(conf->console, prev->console, 0);
+
+    if (conf->console_person == NULL) {
+        conf->console_person = prev->console_person;
+    }
+
+    if (!conf->console) {
+        return NGX_CONF_OK;
+    }
+
+    if (conf->console_file.len == 0) {
+        conf->console_file = prev->console_file;
+        conf->console_line = prev->console_line;
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_mt5_credit_module);
+
+    if (mcf->console_keywords == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"mt5_credit_console\" in %V:%ui needs "
+                      "\"mt5_credit_console_postgres\" at http level",
+                      &conf->console_file, conf->console_line);
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->console_person == NULL) {
+        conf->console_person = ngx_palloc(cf->pool,
+                                          sizeof(ngx_http_complex_value_t));
+        if (conf->console_person == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+        ccv.cf = cf;
+        ccv.value = &remote_user;
+        ccv.complex_value = conf->console_person;
+
+        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* mt5_credit_console: where it is, for the errors found while merging */
+static char *
+ngx_mt5_credit_console(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_mt5_credit_loc_conf_t *lcf = conf;
+
+    if (lcf->console != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    if (lcf->provider.len != 0 || lcf->status == 1) {
+        return "cannot share a location with a webhook or the status";
+    }
+
+    lcf->console = 1;
+    lcf->console_file = cf->conf_file->file.name;
+    lcf->console_line = cf->conf_file->line;
+
+    return NGX_CONF_OK;
+}
+
+
 static ngx_int_t
 ngx_mt5_credit_postconfiguration(ngx_conf_t *cf)
 {
@@ -438,6 +556,10 @@ ngx_mt5_credit_postconfiguration(ngx_conf_t *cf)
 
     mcf->request_id_index = ngx_http_get_variable_index(cf, &request_id);
     if (mcf->request_id_index == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_mt5_credit_console_init(cf) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -482,7 +604,30 @@ ngx_mt5_credit_init_process(ngx_cycle_t *cycle)
 
     mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_mt5_credit_module);
 
-    if (mcf == NULL || mcf->pg_keywords == NULL) {
+    if (mcf == NULL) {
+        return NGX_OK;
+    }
+
+    /* the console's pool: few people, small bounds, its own login */
+    if (mcf->console_keywords != NULL) {
+        mcf->console_pg.keywords = mcf->console_keywords;
+        mcf->console_pg.values = mcf->console_values;
+        mcf->console_pg.pool_size = 2;
+        mcf->console_pg.queue_size = 64;
+        mcf->console_pg.max_requests = 10000;
+        mcf->console_pg.connect_timeout = 5000;
+        mcf->console_pg.query_timeout = 15000;
+        mcf->console_pg.queue_timeout = 5000;
+        mcf->console_pg.idle_timeout = 60000;
+
+        mcf->console_pool = ngx_mt5_credit_pg_pool_create(cycle, mcf,
+                                                          &mcf->console_pg);
+        if (mcf->console_pool == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (mcf->pg_keywords == NULL) {
         return NGX_OK;
     }
 
@@ -525,6 +670,11 @@ ngx_mt5_credit_exit_process(ngx_cycle_t *cycle)
         return;
     }
 
+    if (mcf->console_pool) {
+        ngx_mt5_credit_pg_pool_destroy(mcf->console_pool);
+        mcf->console_pool = NULL;
+    }
+
     if (mcf->pool) {
         ngx_mt5_credit_pg_pool_destroy(mcf->pool);
         mcf->pool = NULL;
@@ -552,10 +702,7 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_mt5_credit_main_conf_t *mcf = conf;
 
-    char                *err, *conninfo, *host, *hostaddr;
-    ngx_str_t           *value;
-    ngx_uint_t           n, i, has_appname, has_gss;
-    PQconninfoOption    *opts, *o;
+    ngx_str_t  *value;
 
     if (mcf->pg_keywords != NULL) {
         return "is duplicate";
@@ -564,7 +711,56 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
     mcf->pg_conninfo = value[1];
 
-    conninfo = (char *) value[1].data;   /* NUL-terminated by the parser */
+    return ngx_mt5_credit_conninfo(cf, &value[1], "mt5_credit_postgres",
+                                   "mt5credit-edge", &mcf->pg_keywords,
+                                   &mcf->pg_values, &mcf->pg_options);
+}
+
+
+/*
+ * mt5_credit_console_postgres "conninfo": the console's own login
+ * (sql/052), checked as the edge's is; its statements set their own
+ * statement_timeout.
+ */
+static char *
+ngx_mt5_credit_console_postgres(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_mt5_credit_main_conf_t *mcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mcf->console_keywords != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    return ngx_mt5_credit_conninfo(cf, &value[1],
+                                   "mt5_credit_console_postgres",
+                                   "mt5credit-console",
+                                   &mcf->console_keywords,
+                                   &mcf->console_values, NULL);
+}
+
+
+/*
+ * A libpq conninfo parsed and checked at configuration time into
+ * keywords and values, with application_name and gssencmode=disable
+ * unless given.  With options set, the conninfo's "options" go there (the
+ * edge adds its own to them), else into the keywords as they are.
+ */
+static char *
+ngx_mt5_credit_conninfo(ngx_conf_t *cf, ngx_str_t *value,
+    const char *directive, const char *appname, const char ***keywords,
+    const char ***values, ngx_str_t *options)
+{
+    char                *err, *conninfo, *host, *hostaddr;
+    const char         **kw, **vals;
+    ngx_uint_t           n, i, has_appname, has_gss;
+    PQconninfoOption    *opts, *o;
+
+    conninfo = (char *) value->data;     /* NUL-terminated by the parser */
     err = NULL;
 
     opts = PQconninfoParse(conninfo, &err);
@@ -613,23 +809,25 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         } else if (ngx_strcmp(o->keyword, "service") == 0) {
             /* a service file's host is read at each connect, unchecked */
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "mt5_credit_postgres: service= is not "
-                               "supported: spell host= or hostaddr= in the "
-                               "conninfo, where it is checked");
+                               "%s: service= is not supported: spell "
+                               "host= or hostaddr= in the conninfo, where "
+                               "it is checked", directive);
             PQconninfoFree(opts);
             return NGX_CONF_ERROR;
         }
     }
 
-    if (ngx_mt5_credit_check_pg_host(cf, host, hostaddr) != NGX_CONF_OK) {
+    if (ngx_mt5_credit_check_pg_host(cf, directive, host, hostaddr)
+        != NGX_CONF_OK)
+    {
         PQconninfoFree(opts);
         return NGX_CONF_ERROR;
     }
 
     /* room for the options we add and the terminating NULL */
-    mcf->pg_keywords = ngx_pcalloc(cf->pool, (n + 4) * sizeof(char *));
-    mcf->pg_values = ngx_pcalloc(cf->pool, (n + 4) * sizeof(char *));
-    if (mcf->pg_keywords == NULL || mcf->pg_values == NULL) {
+    kw = ngx_pcalloc(cf->pool, (n + 4) * sizeof(char *));
+    vals = ngx_pcalloc(cf->pool, (n + 4) * sizeof(char *));
+    if (kw == NULL || vals == NULL) {
         PQconninfoFree(opts);
         return NGX_CONF_ERROR;
     }
@@ -641,13 +839,13 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        if (ngx_strcmp(o->keyword, "options") == 0) {
+        if (options != NULL && ngx_strcmp(o->keyword, "options") == 0) {
             /* completed in init_main_conf, with the statement timeout */
-            mcf->pg_options.len = ngx_strlen(o->val);
-            mcf->pg_options.data = ngx_pstrdup(cf->pool,
-                                      &(ngx_str_t) { mcf->pg_options.len + 1,
-                                                     (u_char *) o->val });
-            if (mcf->pg_options.data == NULL) {
+            options->len = ngx_strlen(o->val);
+            options->data = ngx_pstrdup(cf->pool,
+                                        &(ngx_str_t) { options->len + 1,
+                                                       (u_char *) o->val });
+            if (options->data == NULL) {
                 PQconninfoFree(opts);
                 return NGX_CONF_ERROR;
             }
@@ -655,13 +853,13 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        mcf->pg_keywords[i] = (char *) ngx_pstrdup(cf->pool,
+        kw[i] = (char *) ngx_pstrdup(cf->pool,
                                   &(ngx_str_t) { ngx_strlen(o->keyword) + 1,
                                                  (u_char *) o->keyword });
-        mcf->pg_values[i] = (char *) ngx_pstrdup(cf->pool,
+        vals[i] = (char *) ngx_pstrdup(cf->pool,
                                   &(ngx_str_t) { ngx_strlen(o->val) + 1,
                                                  (u_char *) o->val });
-        if (mcf->pg_keywords[i] == NULL || mcf->pg_values[i] == NULL) {
+        if (kw[i] == NULL || vals[i] == NULL) {
             PQconninfoFree(opts);
             return NGX_CONF_ERROR;
         }
@@ -672,8 +870,8 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     PQconninfoFree(opts);
 
     if (!has_appname) {
-        mcf->pg_keywords[i] = "application_name";
-        mcf->pg_values[i] = "mt5credit-edge";
+        kw[i] = "application_name";
+        vals[i] = appname;
         i++;
     }
 
@@ -682,18 +880,21 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
      * the middle of a connect; nobody needs it on this path.
      */
     if (!has_gss) {
-        mcf->pg_keywords[i] = "gssencmode";
-        mcf->pg_values[i] = "disable";
+        kw[i] = "gssencmode";
+        vals[i] = "disable";
         i++;
     }
+
+    *keywords = kw;
+    *values = vals;
 
     return NGX_CONF_OK;
 }
 
 
 static char *
-ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *host,
-    const char *hostaddr)
+ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *directive,
+    const char *host, const char *hostaddr)
 {
     u_char           addr[sizeof(struct in6_addr)];
     ngx_str_t        h;
@@ -710,10 +911,10 @@ ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *host,
      */
     if (host == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "mt5_credit_postgres needs host= (an IP address "
-                           "or a socket directory) or hostaddr=: without "
-                           "them libpq takes PGHOST or a service file, "
-                           "which may name a host to resolve in the worker");
+                           "%s needs host= (an IP address or a socket "
+                           "directory) or hostaddr=: without them libpq "
+                           "takes PGHOST or a service file, which may name "
+                           "a host to resolve in the worker", directive);
         return NGX_CONF_ERROR;
     }
 
@@ -742,10 +943,10 @@ ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *host,
            )
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "mt5_credit_postgres host \"%V\" is a name: "
-                               "resolving it would block the worker; use "
-                               "an IP address, hostaddr= or a socket "
-                               "directory", &h);
+                               "%s host \"%V\" is a name: resolving it "
+                               "would block the worker; use an IP address, "
+                               "hostaddr= or a socket directory",
+                               directive, &h);
             return NGX_CONF_ERROR;
         }
 

@@ -164,6 +164,12 @@ typedef struct {
     /* per worker, created in init_process */
     ngx_mt5_credit_pg_conf_t      pg;             /* the pool's, from above */
     ngx_mt5_credit_pg_pool_t     *pool;
+
+    /* the console's own login and pool (mt5_credit_console_postgres) */
+    const char                  **console_keywords;
+    const char                  **console_values;
+    ngx_mt5_credit_pg_conf_t      console_pg;
+    ngx_mt5_credit_pg_pool_t     *console_pool;
     ngx_mt5_credit_redis_t       *redis;
 
     /* where the first mt5_credit_webhook is, for error messages */
@@ -197,6 +203,12 @@ typedef struct {
     /* where the directives are, for errors found while merging */
     ngx_str_t                     conf_file;
     ngx_uint_t                    conf_line;
+
+    /* mt5_credit_console (ngx_mt5_credit_console.c) */
+    ngx_flag_t                    console;
+    ngx_http_complex_value_t     *console_person; /* default $remote_user */
+    ngx_str_t                     console_file;
+    ngx_uint_t                    console_line;
 } ngx_mt5_credit_loc_conf_t;
 
 
@@ -206,6 +218,9 @@ extern ngx_module_t  ngx_mt5_credit_module;
 /* ngx_mt5_credit_handler.c */
 ngx_int_t ngx_mt5_credit_webhook_handler(ngx_http_request_t *r);
 ngx_int_t ngx_mt5_credit_add_variables(ngx_conf_t *cf);
+
+/* ngx_mt5_credit_console.c: the API's handler and the pages' headers */
+ngx_int_t ngx_mt5_credit_console_init(ngx_conf_t *cf);
 
 /* ngx_mt5_credit_body.c: the request body's buffers as one copy */
 ngx_int_t ngx_mt5_credit_body_assemble(ngx_chain_t *bufs, ngx_pool_t *pool,

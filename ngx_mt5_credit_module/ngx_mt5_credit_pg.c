@@ -704,6 +704,7 @@ ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
     error = conn->error;
     conn->result = NULL;
     conn->error = NULL;
+    sqlstate = NULL;
 
     if (conn->state == NGX_MT5_CREDIT_PG_PREPARING) {
         PQclear(res);
@@ -749,6 +750,12 @@ ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
 
     if (op != NULL) {
         op->conn = NULL;
+        op->sqlstate[0] = '\0';
+
+        if (error != NULL && sqlstate != NULL) {
+            ngx_cpystrn((u_char *) op->sqlstate, (u_char *) sqlstate,
+                        sizeof(op->sqlstate));
+        }
     }
 
     /* the connection goes back (or serves the next waiter) first */

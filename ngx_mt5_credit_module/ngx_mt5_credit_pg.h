@@ -72,6 +72,9 @@ struct ngx_mt5_credit_pg_op_s {
     int                           lengths[NGX_MT5_CREDIT_PG_NPARAMS];
     int                           formats[NGX_MT5_CREDIT_PG_NPARAMS];
 
+    /* with NGX_MT5_CREDIT_PG_FAILED: the server's SQLSTATE, or "" */
+    char                          sqlstate[6];
+
     ngx_mt5_credit_pg_done_pt     handler;
     void                         *data;
     ngx_log_t                    *log;

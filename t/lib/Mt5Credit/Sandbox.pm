@@ -327,6 +327,7 @@ CONF
     $conf =~ s/%%PORT%%/$port/g;
     $conf =~ s/%%DIR%%/$dir/g;
     $conf =~ s/%%PG%%/$pg/g;
+    $conf =~ s/%%PGPORT%%/$self->{pg_port} || 1/ge;
     $conf =~ s/%%REDIS%%/$redis/g;
     return $conf;
 }

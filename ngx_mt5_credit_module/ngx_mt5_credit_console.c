@@ -1,0 +1,615 @@
+
+/*
+ * Copyright (C) mt5-credit
+ *
+ * The back-office console (issue 18): its JSON API, answered by the
+ * database as the person nginx authenticated.
+ *
+ *   http {
+ *       mt5_credit_console_postgres "host=127.0.0.1 user=mt5credit_web ...";
+ *       server {
+ *           location /console/ {
+ *               auth_basic ...;                  (or auth_request, a cert)
+ *               mt5_credit_console;
+ *               mt5_credit_console_person $remote_user;
+ *               alias /usr/share/mt5credit/console/;
+ *           }
+ *       }
+ *   }
+ *
+ * <location>api/<endpoint> is answered here; every other path is the
+ * shipped assets, which nginx's static module serves.  Each API request
+ * is one simple query on the console's own pool (its own login, sql/052),
+ * one implicit transaction:
+ *
+ *   SET LOCAL statement_timeout = ...; SET LOCAL ROLE "<person>"; SELECT ...
+ *
+ * so the person's role ends with the transaction, and what the person may
+ * do is what the database grants them: a role that does not exist, that
+ * the console's login may not become, or that is no person (053's
+ * person()) is 403.  Every value in the query is checked against a strict
+ * pattern first, and the person is a quoted identifier of such a pattern.
+ *
+ * Every answer of a console location carries a strict Content-Security-
+ * Policy (no inline script, nothing from elsewhere), nosniff, no framing.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_mt5_credit_module.h"
+#include "ngx_mt5_credit_pg.h"
+
+
+#define NGX_MT5_CREDIT_CONSOLE_TIMEOUT  10000    /* ms, statement_timeout */
+#define NGX_MT5_CREDIT_CONSOLE_LIST     500      /* rows of a list */
+
+
+typedef struct {
+    ngx_mt5_credit_pg_op_t        op;
+    ngx_http_request_t           *request;
+} ngx_mt5_credit_console_ctx_t;
+
+
+static ngx_int_t ngx_mt5_credit_console_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_mt5_credit_console_start(ngx_http_request_t *r,
+    ngx_mt5_credit_loc_conf_t *lcf, ngx_str_t *select);
+static ngx_int_t ngx_mt5_credit_console_query(ngx_http_request_t *r,
+    ngx_str_t *endpoint, ngx_str_t *select);
+static ngx_int_t ngx_mt5_credit_console_arg(ngx_http_request_t *r,
+    const char *name, const char *allowed, size_t max, ngx_str_t *literal);
+static ngx_uint_t ngx_mt5_credit_console_person_ok(ngx_str_t *who);
+static void ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
+    ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err);
+static void ngx_mt5_credit_console_cleanup(void *data);
+static ngx_int_t ngx_mt5_credit_console_send(ngx_http_request_t *r,
+    ngx_uint_t status, u_char *json, size_t len);
+static ngx_int_t ngx_mt5_credit_console_error(ngx_http_request_t *r,
+    ngx_uint_t status, const char *error);
+static ngx_int_t ngx_mt5_credit_console_header(ngx_http_request_t *r,
+    const char *key, const char *value);
+static ngx_int_t ngx_mt5_credit_console_header_filter(ngx_http_request_t *r);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+
+
+/* what the database refused, as the person's answer */
+typedef struct {
+    const char                   *sqlstate;
+    ngx_uint_t                    status;
+    const char                   *error;
+} ngx_mt5_credit_console_err_t;
+
+
+static ngx_mt5_credit_console_err_t  ngx_mt5_credit_console_errors[] = {
+    /* not a role the console's login may become, or a function the
+       person may not call */
+    { "42501", NGX_HTTP_FORBIDDEN, "forbidden" },
+    /* no such role */
+    { "22023", NGX_HTTP_FORBIDDEN, "forbidden" },
+    /* a role that is no person (sql/053) */
+    { "MC093", NGX_HTTP_FORBIDDEN, "forbidden" },
+    /* no such case (sql/010) */
+    { "MC044", NGX_HTTP_NOT_FOUND, "not_found" },
+    { NULL, 0, NULL }
+};
+
+
+/* the endpoints' statements; each %V is a checked literal or NULL */
+static const char  ngx_mt5_credit_console_cases[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.id DESC), '[]')::text "
+    "FROM mt5credit.case_list(%V, %V, NULL, %d) c";
+static const char  ngx_mt5_credit_console_case[] =
+    "SELECT mt5credit.case_show(%V::bigint)::text";
+
+
+/* the policy of every console answer: the pages' own files, nothing else */
+static const char  ngx_mt5_credit_console_csp[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; connect-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'";
+
+
+ngx_int_t
+ngx_mt5_credit_console_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /* pushed last, so run before the static and index modules */
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_CONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_mt5_credit_console_handler;
+
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_mt5_credit_console_header_filter;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_console_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                    rc;
+    ngx_str_t                    rest, endpoint, select;
+    ngx_http_core_loc_conf_t    *clcf;
+    ngx_mt5_credit_loc_conf_t   *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+
+    if (!lcf->console) {
+        return NGX_DECLINED;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (r->uri.len < clcf->name.len + sizeof("api/") - 1
+        || ngx_strncmp(r->uri.data + clcf->name.len, "api/",
+                       sizeof("api/") - 1) != 0)
+    {
+        return NGX_DECLINED;            /* the assets */
+    }
+
+    rest.data = r->uri.data + clcf->name.len + sizeof("api/") - 1;
+    rest.len = r->uri.len - clcf->name.len - (sizeof("api/") - 1);
+    endpoint = rest;
+
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        rc = ngx_mt5_credit_console_header(r, "Allow", "GET, HEAD");
+        if (rc != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_ALLOWED,
+                                            "method_not_allowed");
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_mt5_credit_console_query(r, &endpoint, &select);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_mt5_credit_console_start(r, lcf, &select);
+}
+
+
+/* the statement an endpoint asks for, its arguments checked */
+static ngx_int_t
+ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
+    ngx_str_t *select)
+{
+    u_char     *p;
+    size_t      len;
+    ngx_str_t   kind, status, id;
+
+    if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "whoami", 6) == 0) {
+        ngx_str_set(select, "SELECT mt5credit.console_whoami()::text");
+        return NGX_OK;
+    }
+
+    if (endpoint->len == 5 && ngx_strncmp(endpoint->data, "cases", 5) == 0) {
+        if (ngx_mt5_credit_console_arg(r, "kind", "abcdefghijklmnopqrstuvwxyz_",
+                                       40, &kind) != NGX_OK
+            || ngx_mt5_credit_console_arg(r, "status",
+                                          "abcdefghijklmnopqrstuvwxyz_", 40,
+                                          &status) != NGX_OK)
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        len = sizeof(ngx_mt5_credit_console_cases) + kind.len + status.len
+              + NGX_INT_T_LEN;
+
+        p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        select->data = p;
+        p = ngx_sprintf(p, ngx_mt5_credit_console_cases, &kind, &status,
+                        NGX_MT5_CREDIT_CONSOLE_LIST);
+        select->len = p - select->data;
+        return NGX_OK;
+    }
+
+    if (endpoint->len == 4 && ngx_strncmp(endpoint->data, "case", 4) == 0) {
+        if (ngx_mt5_credit_console_arg(r, "id", "0123456789", 18, &id)
+            != NGX_OK
+            || id.data[0] != '\'')
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        len = sizeof(ngx_mt5_credit_console_case) + id.len;
+
+        p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        select->data = p;
+        p = ngx_sprintf(p, ngx_mt5_credit_console_case, &id);
+        select->len = p - select->data;
+        return NGX_OK;
+    }
+
+    return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_FOUND,
+                                        "no_such_endpoint");
+}
+
+
+/*
+ * An argument as an SQL literal: 'value' when present, every byte of it
+ * in allowed and at most max of them; NULL when absent.  NGX_ERROR: it is
+ * present and not of that shape.
+ */
+static ngx_int_t
+ngx_mt5_credit_console_arg(ngx_http_request_t *r, const char *name,
+    const char *allowed, size_t max, ngx_str_t *literal)
+{
+    u_char     *p;
+    ngx_str_t   value;
+    ngx_uint_t  i;
+
+    if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &value)
+        != NGX_OK
+        || value.len == 0)
+    {
+        ngx_str_set(literal, "NULL");
+        return NGX_OK;
+    }
+
+    if (value.len > max) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < value.len; i++) {
+        if (value.data[i] == '\0'
+            || ngx_strchr(allowed, value.data[i]) == NULL)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    p = ngx_pnalloc(r->pool, value.len + 2);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    literal->data = p;
+    *p++ = '\'';
+    p = ngx_cpymem(p, value.data, value.len);
+    *p++ = '\'';
+    literal->len = p - literal->data;
+
+    return NGX_OK;
+}
+
+
+/* a person's role name: lower case, as the roles are made (docs/console.md) */
+static ngx_uint_t
+ngx_mt5_credit_console_person_ok(ngx_str_t *who)
+{
+    u_char      ch;
+    ngx_uint_t  i;
+
+    if (who->len == 0 || who->len > 63
+        || who->data[0] < 'a' || who->data[0] > 'z')
+    {
+        return 0;
+    }
+
+    for (i = 1; i < who->len; i++) {
+        ch = who->data[i];
+
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')
+              || ch == '_' || ch == '.' || ch == '@' || ch == '-'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_console_start(ngx_http_request_t *r,
+    ngx_mt5_credit_loc_conf_t *lcf, ngx_str_t *select)
+{
+    u_char                        *p;
+    size_t                         len;
+    ngx_int_t                      rc;
+    ngx_str_t                      who;
+    ngx_http_cleanup_t            *cln;
+    ngx_mt5_credit_console_ctx_t  *ctx;
+    ngx_mt5_credit_main_conf_t    *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    if (ngx_http_complex_value(r, lcf->console_person, &who) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* nginx let the request in, but it names nobody we can act for */
+    if (!ngx_mt5_credit_console_person_ok(&who)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: console: no person in \"%V\"", &who);
+        return ngx_mt5_credit_console_error(r, NGX_HTTP_FORBIDDEN,
+                                            "no_person");
+    }
+
+    if (mcf->console_pool == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "mt5_credit: no console pool in this process");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_mt5_credit_console_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = sizeof("SET LOCAL statement_timeout = ; SET LOCAL ROLE \"\"; ")
+          + NGX_INT_T_LEN + who.len + select->len;
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->op.sql = (const char *) p;
+    p = ngx_sprintf(p, "SET LOCAL statement_timeout = %d; "
+                    "SET LOCAL ROLE \"%V\"; %V",
+                    NGX_MT5_CREDIT_CONSOLE_TIMEOUT, &who, select);
+    *p = '\0';
+
+    ctx->request = r;
+    ctx->op.handler = ngx_mt5_credit_console_done;
+    ctx->op.data = ctx;
+    ctx->op.log = r->connection->log;
+
+    cln = ngx_http_cleanup_add(r, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_mt5_credit_console_cleanup;
+    cln->data = ctx;
+
+    rc = ngx_mt5_credit_pg_run(mcf->console_pool, &ctx->op);
+
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mt5_credit: console: PostgreSQL %s",
+                      rc == NGX_BUSY ? "wait queue full" : "unavailable");
+        return ngx_mt5_credit_console_error(r,
+                                            NGX_HTTP_SERVICE_UNAVAILABLE,
+                                            "unavailable");
+    }
+
+    r->main->count++;
+    return NGX_DONE;
+}
+
+
+static void
+ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
+    ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err)
+{
+    u_char                        *json;
+    size_t                         len;
+    ngx_int_t                      status;
+    ngx_connection_t              *c;
+    ngx_http_request_t            *r;
+    ngx_mt5_credit_console_ctx_t  *ctx;
+    ngx_mt5_credit_console_err_t  *e;
+
+    ctx = op->data;
+    r = ctx->request;
+    c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+
+    switch (rc) {
+
+    case NGX_MT5_CREDIT_PG_OK:
+        if (PQntuples(res) != 1 || PQnfields(res) != 1) {
+            ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                          "mt5_credit: console: %d rows of %d columns",
+                          PQntuples(res), PQnfields(res));
+            status = ngx_mt5_credit_console_error(r,
+                         NGX_HTTP_INTERNAL_SERVER_ERROR, "database_error");
+            break;
+        }
+
+        if (PQgetisnull(res, 0, 0)) {
+            status = ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_FOUND,
+                                                  "not_found");
+            break;
+        }
+
+        /* the result is freed when this returns */
+        len = PQgetlength(res, 0, 0);
+        json = ngx_pnalloc(r->pool, len);
+        if (json == NULL) {
+            status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            break;
+        }
+
+        ngx_memcpy(json, PQgetvalue(res, 0, 0), len);
+        status = ngx_mt5_credit_console_send(r, NGX_HTTP_OK, json, len);
+        break;
+
+    case NGX_MT5_CREDIT_PG_FAILED:
+        for (e = ngx_mt5_credit_console_errors; e->sqlstate; e++) {
+            if (ngx_strcmp(op->sqlstate, e->sqlstate) == 0) {
+                break;
+            }
+        }
+
+        if (e->sqlstate != NULL) {
+            ngx_log_error(NGX_LOG_WARN, c->log, 0,
+                          "mt5_credit: console: refused (%s): %s",
+                          op->sqlstate, err);
+            status = ngx_mt5_credit_console_error(r, e->status, e->error);
+            break;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "mt5_credit: console: statement failed (%s): %s",
+                      op->sqlstate, err);
+        status = ngx_mt5_credit_console_error(r,
+                     NGX_HTTP_INTERNAL_SERVER_ERROR, "database_error");
+        break;
+
+    default:
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "mt5_credit: console: PostgreSQL: %s", err);
+        status = ngx_mt5_credit_console_error(r,
+                     NGX_HTTP_SERVICE_UNAVAILABLE, "unavailable");
+        break;
+    }
+
+    ngx_http_finalize_request(r, status);
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_mt5_credit_console_cleanup(void *data)
+{
+    ngx_mt5_credit_console_ctx_t  *ctx = data;
+
+    ngx_mt5_credit_pg_cancel(&ctx->op);
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_console_send(ngx_http_request_t *r, ngx_uint_t status,
+    u_char *json, size_t len)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type,
+                "application/json; charset=utf-8");
+    r->headers_out.content_type_len = sizeof("application/json") - 1;
+
+    /* a person's data: never kept by a browser or a proxy */
+    if (ngx_mt5_credit_console_header(r, "Cache-Control", "no-store")
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (r->method == NGX_HTTP_HEAD || len == 0) {
+        r->header_only = 1;
+        return ngx_http_send_header(r);
+    }
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->pos, json, len);
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK) {
+        return rc;
+    }
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_console_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *error)
+{
+    u_char  *p, *json;
+    size_t   len;
+
+    len = sizeof("{\"error\":\"\"}") - 1 + ngx_strlen(error);
+
+    json = ngx_pnalloc(r->pool, len);
+    if (json == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(json, "{\"error\":\"%s\"}", error);
+
+    return ngx_mt5_credit_console_send(r, status, json, p - json);
+}
+
+
+static ngx_int_t
+ngx_mt5_credit_console_header(ngx_http_request_t *r, const char *key,
+    const char *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) key;
+    h->key.len = ngx_strlen(key);
+    h->value.data = (u_char *) value;
+    h->value.len = ngx_strlen(value);
+
+    return NGX_OK;
+}
+
+
+/* every answer of a console location: its pages, its API, its errors */
+static ngx_int_t
+ngx_mt5_credit_console_header_filter(ngx_http_request_t *r)
+{
+    ngx_mt5_credit_loc_conf_t  *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+
+    if (lcf != NULL && lcf->console && r == r->main) {
+        if (ngx_mt5_credit_console_header(r, "Content-Security-Policy",
+                                          ngx_mt5_credit_console_csp)
+            != NGX_OK
+            || ngx_mt5_credit_console_header(r, "X-Content-Type-Options",
+                                             "nosniff") != NGX_OK
+            || ngx_mt5_credit_console_header(r, "X-Frame-Options", "DENY")
+               != NGX_OK
+            || ngx_mt5_credit_console_header(r, "Referrer-Policy",
+                                             "no-referrer") != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return ngx_http_next_header_filter(r);
+}
