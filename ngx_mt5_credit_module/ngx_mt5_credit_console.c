@@ -39,12 +39,18 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "ngx_mt5_credit_module.h"
 #include "ngx_mt5_credit_pg.h"
 
 
 #define NGX_MT5_CREDIT_CONSOLE_TIMEOUT  10000    /* ms, statement_timeout */
 #define NGX_MT5_CREDIT_CONSOLE_LIST     500      /* rows of a list */
+#define NGX_MT5_CREDIT_CONSOLE_TOKEN    32       /* hex digits */
+#define NGX_MT5_CREDIT_CONSOLE_BODY     65536    /* an action's JSON */
 
 
 typedef struct {
@@ -54,10 +60,22 @@ typedef struct {
 
 
 static ngx_int_t ngx_mt5_credit_console_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_mt5_credit_console_person(ngx_http_request_t *r,
+    ngx_str_t *who);
 static ngx_int_t ngx_mt5_credit_console_start(ngx_http_request_t *r,
-    ngx_mt5_credit_loc_conf_t *lcf, ngx_str_t *select);
+    ngx_str_t *who, ngx_str_t *select, ngx_uint_t held);
 static ngx_int_t ngx_mt5_credit_console_query(ngx_http_request_t *r,
-    ngx_str_t *endpoint, ngx_str_t *select);
+    ngx_str_t *endpoint, ngx_str_t *who, ngx_str_t *select);
+static ngx_int_t ngx_mt5_credit_console_post(ngx_http_request_t *r,
+    ngx_str_t *who);
+static ngx_uint_t ngx_mt5_credit_console_same_origin(ngx_http_request_t *r);
+static ngx_table_elt_t *ngx_mt5_credit_console_find(ngx_http_request_t *r,
+    const char *name);
+static void ngx_mt5_credit_console_body(ngx_http_request_t *r);
+static ngx_int_t ngx_mt5_credit_console_act(ngx_http_request_t *r,
+    ngx_str_t *who, ngx_str_t *body);
+static void ngx_mt5_credit_console_token(ngx_http_request_t *r,
+    ngx_str_t *who, u_char *token);
 static ngx_int_t ngx_mt5_credit_console_arg(ngx_http_request_t *r,
     const char *name, const char *allowed, size_t max, ngx_str_t *literal);
 static ngx_uint_t ngx_mt5_credit_console_person_ok(ngx_str_t *who);
@@ -68,6 +86,8 @@ static ngx_int_t ngx_mt5_credit_console_send(ngx_http_request_t *r,
     ngx_uint_t status, u_char *json, size_t len);
 static ngx_int_t ngx_mt5_credit_console_error(ngx_http_request_t *r,
     ngx_uint_t status, const char *error);
+static ngx_int_t ngx_mt5_credit_console_refused(ngx_http_request_t *r,
+    const char *message);
 static ngx_int_t ngx_mt5_credit_console_header(ngx_http_request_t *r,
     const char *key, const char *value);
 static ngx_int_t ngx_mt5_credit_console_header_filter(ngx_http_request_t *r);
@@ -94,6 +114,9 @@ static ngx_mt5_credit_console_err_t  ngx_mt5_credit_console_errors[] = {
     { "MC093", NGX_HTTP_FORBIDDEN, "forbidden" },
     /* no such case (sql/010) */
     { "MC044", NGX_HTTP_NOT_FOUND, "not_found" },
+    /* an argument of the wrong type, or a JSON body that is not JSON */
+    { "22P02", NGX_HTTP_BAD_REQUEST, "bad_argument" },
+    { "22003", NGX_HTTP_BAD_REQUEST, "bad_argument" },
     { NULL, 0, NULL }
 };
 
@@ -104,6 +127,11 @@ static const char  ngx_mt5_credit_console_cases[] =
     "FROM mt5credit.case_list(%V, %V, NULL, %d) c";
 static const char  ngx_mt5_credit_console_case[] =
     "SELECT mt5credit.case_show(%V::bigint)::text";
+static const char  ngx_mt5_credit_console_act_sql[] =
+    "SELECT mt5credit.console_act(%*s%V%*s::jsonb)::text";
+static const char  ngx_mt5_credit_console_whoami[] =
+    "SELECT (mt5credit.console_whoami() || "
+    "jsonb_build_object('csrf', '%*s'))::text";
 
 
 /* the policy of every console answer: the pages' own files, nothing else */
@@ -140,7 +168,7 @@ static ngx_int_t
 ngx_mt5_credit_console_handler(ngx_http_request_t *r)
 {
     ngx_int_t                    rc;
-    ngx_str_t                    rest, endpoint, select;
+    ngx_str_t                    rest, endpoint, select, who;
     ngx_http_core_loc_conf_t    *clcf;
     ngx_mt5_credit_loc_conf_t   *lcf;
 
@@ -163,8 +191,8 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
     rest.len = r->uri.len - clcf->name.len - (sizeof("api/") - 1);
     endpoint = rest;
 
-    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
-        rc = ngx_mt5_credit_console_header(r, "Allow", "GET, HEAD");
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_POST))) {
+        rc = ngx_mt5_credit_console_header(r, "Allow", "GET, HEAD, POST");
         if (rc != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -172,31 +200,83 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
                                             "method_not_allowed");
     }
 
+    rc = ngx_mt5_credit_console_person(r, &who);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (r->method == NGX_HTTP_POST) {
+        if (endpoint.len != 3 || ngx_strncmp(endpoint.data, "act", 3) != 0) {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_FOUND,
+                                                "no_such_endpoint");
+        }
+
+        return ngx_mt5_credit_console_post(r, &who);
+    }
+
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    rc = ngx_mt5_credit_console_query(r, &endpoint, &select);
+    rc = ngx_mt5_credit_console_query(r, &endpoint, &who, &select);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    return ngx_mt5_credit_console_start(r, lcf, &select);
+    return ngx_mt5_credit_console_start(r, &who, &select, 0);
+}
+
+
+/* the person nginx let in, as a role name; else the answer (403) */
+static ngx_int_t
+ngx_mt5_credit_console_person(ngx_http_request_t *r, ngx_str_t *who)
+{
+    ngx_mt5_credit_loc_conf_t  *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+
+    if (ngx_http_complex_value(r, lcf->console_person, who) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* nginx let the request in, but it names nobody we can act for */
+    if (!ngx_mt5_credit_console_person_ok(who)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: console: no person in \"%V\"", who);
+        return ngx_mt5_credit_console_error(r, NGX_HTTP_FORBIDDEN,
+                                            "no_person");
+    }
+
+    return NGX_OK;
 }
 
 
 /* the statement an endpoint asks for, its arguments checked */
 static ngx_int_t
 ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
-    ngx_str_t *select)
+    ngx_str_t *who, ngx_str_t *select)
 {
     u_char     *p;
     size_t      len;
     ngx_str_t   kind, status, id;
+    u_char      token[NGX_MT5_CREDIT_CONSOLE_TOKEN];
 
+    /* who, what they may, and the token their actions must carry */
     if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "whoami", 6) == 0) {
-        ngx_str_set(select, "SELECT mt5credit.console_whoami()::text");
+        ngx_mt5_credit_console_token(r, who, token);
+
+        len = sizeof(ngx_mt5_credit_console_whoami)
+              + NGX_MT5_CREDIT_CONSOLE_TOKEN;
+        p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        select->data = p;
+        p = ngx_sprintf(p, ngx_mt5_credit_console_whoami,
+                        (size_t) NGX_MT5_CREDIT_CONSOLE_TOKEN, token);
+        select->len = p - select->data;
         return NGX_OK;
     }
 
@@ -328,31 +408,22 @@ ngx_mt5_credit_console_person_ok(ngx_str_t *who)
 }
 
 
+/*
+ * The statement on the console's pool, as the person.  held: the body
+ * reading holds the request until the answer; else it is held here.
+ */
 static ngx_int_t
-ngx_mt5_credit_console_start(ngx_http_request_t *r,
-    ngx_mt5_credit_loc_conf_t *lcf, ngx_str_t *select)
+ngx_mt5_credit_console_start(ngx_http_request_t *r, ngx_str_t *who,
+    ngx_str_t *select, ngx_uint_t held)
 {
     u_char                        *p;
     size_t                         len;
     ngx_int_t                      rc;
-    ngx_str_t                      who;
     ngx_http_cleanup_t            *cln;
     ngx_mt5_credit_console_ctx_t  *ctx;
     ngx_mt5_credit_main_conf_t    *mcf;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
-
-    if (ngx_http_complex_value(r, lcf->console_person, &who) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* nginx let the request in, but it names nobody we can act for */
-    if (!ngx_mt5_credit_console_person_ok(&who)) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "mt5_credit: console: no person in \"%V\"", &who);
-        return ngx_mt5_credit_console_error(r, NGX_HTTP_FORBIDDEN,
-                                            "no_person");
-    }
 
     if (mcf->console_pool == NULL) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
@@ -366,7 +437,7 @@ ngx_mt5_credit_console_start(ngx_http_request_t *r,
     }
 
     len = sizeof("SET LOCAL statement_timeout = ; SET LOCAL ROLE \"\"; ")
-          + NGX_INT_T_LEN + who.len + select->len;
+          + NGX_INT_T_LEN + who->len + select->len;
 
     p = ngx_pnalloc(r->pool, len);
     if (p == NULL) {
@@ -376,7 +447,7 @@ ngx_mt5_credit_console_start(ngx_http_request_t *r,
     ctx->op.sql = (const char *) p;
     p = ngx_sprintf(p, "SET LOCAL statement_timeout = %d; "
                     "SET LOCAL ROLE \"%V\"; %V",
-                    NGX_MT5_CREDIT_CONSOLE_TIMEOUT, &who, select);
+                    NGX_MT5_CREDIT_CONSOLE_TIMEOUT, who, select);
     *p = '\0';
 
     ctx->request = r;
@@ -403,7 +474,10 @@ ngx_mt5_credit_console_start(ngx_http_request_t *r,
                                             "unavailable");
     }
 
-    r->main->count++;
+    if (!held) {
+        r->main->count++;
+    }
+
     return NGX_DONE;
 }
 
@@ -468,6 +542,15 @@ ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
                           "mt5_credit: console: refused (%s): %s",
                           op->sqlstate, err);
             status = ngx_mt5_credit_console_error(r, e->status, e->error);
+            break;
+        }
+
+        /* our own refusals (MCxxx) are written for the person: say it */
+        if (op->sqlstate[0] == 'M' && op->sqlstate[1] == 'C') {
+            ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                          "mt5_credit: console: refused (%s): %s",
+                          op->sqlstate, err);
+            status = ngx_mt5_credit_console_refused(r, op->primary);
             break;
         }
 
@@ -564,6 +647,305 @@ ngx_mt5_credit_console_error(ngx_http_request_t *r, ngx_uint_t status,
     p = ngx_sprintf(json, "{\"error\":\"%s\"}", error);
 
     return ngx_mt5_credit_console_send(r, status, json, p - json);
+}
+
+
+/* 409 {"error":"refused","detail":"<the database's words>"} */
+static ngx_int_t
+ngx_mt5_credit_console_refused(ngx_http_request_t *r, const char *message)
+{
+    u_char     *p, *json;
+    size_t      len, n;
+
+    if (message == NULL) {
+        message = "refused";
+    }
+
+    n = ngx_strlen(message);
+    len = sizeof("{\"error\":\"refused\",\"detail\":\"\"}") - 1
+          + n + ngx_escape_json(NULL, (u_char *) message, n);
+
+    json = ngx_pnalloc(r->pool, len);
+    if (json == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(json, "{\"error\":\"refused\",\"detail\":\"",
+                   sizeof("{\"error\":\"refused\",\"detail\":\"") - 1);
+    p = (u_char *) ngx_escape_json(p, (u_char *) message, n);
+    *p++ = '"';
+    *p++ = '}';
+
+    return ngx_mt5_credit_console_send(r, NGX_HTTP_CONFLICT, json, p - json);
+}
+
+
+/*
+ * An action: POST <location>api/act, a JSON object that sql/055's
+ * console_act() reads.  Before its body is read: JSON only (a cross-site
+ * form cannot send it without a preflight), from this origin, with the
+ * person's token (api/whoami gives it), of a bounded size.
+ */
+static ngx_int_t
+ngx_mt5_credit_console_post(ngx_http_request_t *r, ngx_str_t *who)
+{
+    ngx_int_t         rc;
+    ngx_table_elt_t  *h;
+    u_char            token[NGX_MT5_CREDIT_CONSOLE_TOKEN];
+
+    if (r->headers_in.content_type == NULL
+        || r->headers_in.content_type->value.len < 16
+        || ngx_strncasecmp(r->headers_in.content_type->value.data,
+                           (u_char *) "application/json", 16) != 0)
+    {
+        return ngx_mt5_credit_console_error(r,
+                   NGX_HTTP_UNSUPPORTED_MEDIA_TYPE, "json_only");
+    }
+
+    if (!ngx_mt5_credit_console_same_origin(r)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: console: an action from another origin "
+                      "refused (person %V)", who);
+        return ngx_mt5_credit_console_error(r, NGX_HTTP_FORBIDDEN,
+                                            "cross_origin");
+    }
+
+    ngx_mt5_credit_console_token(r, who, token);
+    h = ngx_mt5_credit_console_find(r, "X-CSRF-Token");
+
+    if (h == NULL || h->value.len != NGX_MT5_CREDIT_CONSOLE_TOKEN
+        || CRYPTO_memcmp(h->value.data, token, NGX_MT5_CREDIT_CONSOLE_TOKEN)
+           != 0)
+    {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: console: an action without its token "
+                      "refused (person %V)", who);
+        return ngx_mt5_credit_console_error(r, NGX_HTTP_FORBIDDEN, "csrf");
+    }
+
+    if (r->headers_in.content_length_n > NGX_MT5_CREDIT_CONSOLE_BODY) {
+        return ngx_mt5_credit_console_error(r,
+                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "too_large");
+    }
+
+    rc = ngx_http_read_client_request_body(r, ngx_mt5_credit_console_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+/*
+ * The Origin a browser sends with every POST names this host; without
+ * it, the Referer must.  A TLS proxy in front may change the scheme, not
+ * the host: the host is compared.
+ */
+static ngx_uint_t
+ngx_mt5_credit_console_same_origin(ngx_http_request_t *r)
+{
+    u_char           *p, *last;
+    ngx_str_t         host, from;
+    ngx_table_elt_t  *h;
+
+    if (r->headers_in.host == NULL) {
+        return 0;
+    }
+
+    host = r->headers_in.host->value;
+
+    h = ngx_mt5_credit_console_find(r, "Origin");
+    if (h == NULL) {
+        h = r->headers_in.referer;
+    }
+
+    if (h == NULL) {
+        return 0;
+    }
+
+    from = h->value;
+    p = from.data;
+    last = from.data + from.len;
+
+    if (from.len > 7 && ngx_strncasecmp(p, (u_char *) "http://", 7) == 0) {
+        p += 7;
+
+    } else if (from.len > 8
+               && ngx_strncasecmp(p, (u_char *) "https://", 8) == 0)
+    {
+        p += 8;
+
+    } else {
+        return 0;                       /* "null", or another scheme */
+    }
+
+    if ((size_t) (last - p) < host.len
+        || ngx_strncasecmp(p, host.data, host.len) != 0)
+    {
+        return 0;
+    }
+
+    p += host.len;
+
+    return p == last || *p == '/';
+}
+
+
+static ngx_table_elt_t *
+ngx_mt5_credit_console_find(ngx_http_request_t *r, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+static void
+ngx_mt5_credit_console_body(ngx_http_request_t *r)
+{
+    ngx_int_t                   rc;
+    ngx_str_t                   who, body;
+    ngx_mt5_credit_loc_conf_t  *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+
+    /* checked before the body was read; the same value now */
+    if (ngx_http_complex_value(r, lcf->console_person, &who) != NGX_OK
+        || ngx_mt5_credit_body_assemble(r->request_body != NULL
+                                        ? r->request_body->bufs : NULL,
+                                        r->pool, r->connection->log, &body)
+           != NGX_OK)
+    {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    rc = ngx_mt5_credit_console_act(r, &who, &body);
+
+    if (rc == NGX_DONE) {
+        /* the body reading's reference is held until the answer */
+        return;
+    }
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+/*
+ * The body goes to SQL as one dollar-quoted literal, which has no escapes:
+ * its tag is random, and absent from the body.  A body that is not UTF-8
+ * text, or holds a NUL, never gets that far.
+ */
+static ngx_int_t
+ngx_mt5_credit_console_act(ngx_http_request_t *r, ngx_str_t *who,
+    ngx_str_t *body)
+{
+    u_char      *p, *last, tag[24];
+    size_t       len, n;
+    uint32_t     ch;
+    ngx_str_t    select;
+    ngx_uint_t   tries;
+
+    if (body->len == 0 || body->len > NGX_MT5_CREDIT_CONSOLE_BODY) {
+        return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                            "bad_body");
+    }
+
+    p = body->data;
+    last = body->data + body->len;
+
+    while (p < last) {
+        if (*p < 0x80) {
+            if (*p == '\0') {
+                return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                    "bad_body");
+            }
+            p++;
+            continue;
+        }
+
+        ch = ngx_utf8_decode(&p, last - p);
+        if (ch > 0x10ffff) {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_body");
+        }
+    }
+
+    for (tries = 0; /* void */ ; tries++) {
+        if (tries == 8) {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_body");
+        }
+
+        n = ngx_sprintf(tag, "$mc%08xD%08xD$", (uint32_t) ngx_random(),
+                        (uint32_t) ngx_random()) - tag;
+
+        if (ngx_strlcasestrn(body->data, last, tag, n - 1) == NULL) {
+            break;
+        }
+    }
+
+    len = sizeof(ngx_mt5_credit_console_act_sql) + 2 * n + body->len;
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    select.data = p;
+    p = ngx_sprintf(p, ngx_mt5_credit_console_act_sql, n, tag, body, n, tag);
+    select.len = p - select.data;
+
+    return ngx_mt5_credit_console_start(r, who, &select, 1);
+}
+
+
+/*
+ * The token a person's actions carry: HMAC-SHA256 of the person's name
+ * under a key made at start (a page fetches it again before each action,
+ * so a restart costs nothing), in hex.
+ */
+static void
+ngx_mt5_credit_console_token(ngx_http_request_t *r, ngx_str_t *who,
+    u_char *token)
+{
+    u_char                       mac[EVP_MAX_MD_SIZE];
+    unsigned int                 maclen;
+    ngx_mt5_credit_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    maclen = 0;
+    (void) HMAC(EVP_sha256(), mcf->console_key, sizeof(mcf->console_key),
+                who->data, who->len, mac, &maclen);
+
+    ngx_hex_dump(token, mac, NGX_MT5_CREDIT_CONSOLE_TOKEN / 2);
 }
 
 

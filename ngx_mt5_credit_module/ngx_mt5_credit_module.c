@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 #include <libpq-fe.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "ngx_mt5_credit_module.h"
 #include "ngx_mt5_credit_pg.h"
@@ -732,6 +733,11 @@ ngx_mt5_credit_console_postgres(ngx_conf_t *cf, ngx_command_t *cmd,
 
     if (mcf->console_keywords != NULL) {
         return "is duplicate";
+    }
+
+    /* the key of the actions' tokens: made here, so every worker has it */
+    if (RAND_bytes(mcf->console_key, sizeof(mcf->console_key)) != 1) {
+        return "could not make the console's key";
     }
 
     value = cf->args->elts;

@@ -170,6 +170,7 @@ typedef struct {
     const char                  **console_values;
     ngx_mt5_credit_pg_conf_t      console_pg;
     ngx_mt5_credit_pg_pool_t     *console_pool;
+    u_char                        console_key[32]; /* the actions' tokens */
     ngx_mt5_credit_redis_t       *redis;
 
     /* where the first mt5_credit_webhook is, for error messages */

@@ -751,10 +751,16 @@ ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
     if (op != NULL) {
         op->conn = NULL;
         op->sqlstate[0] = '\0';
+        op->primary = NULL;
 
         if (error != NULL && sqlstate != NULL) {
             ngx_cpystrn((u_char *) op->sqlstate, (u_char *) sqlstate,
                         sizeof(op->sqlstate));
+        }
+
+        if (error != NULL) {
+            op->primary = PQresultErrorField(error,
+                                             PG_DIAG_MESSAGE_PRIMARY);
         }
     }
 

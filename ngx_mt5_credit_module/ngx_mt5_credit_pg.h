@@ -72,8 +72,10 @@ struct ngx_mt5_credit_pg_op_s {
     int                           lengths[NGX_MT5_CREDIT_PG_NPARAMS];
     int                           formats[NGX_MT5_CREDIT_PG_NPARAMS];
 
-    /* with NGX_MT5_CREDIT_PG_FAILED: the server's SQLSTATE, or "" */
+    /* with NGX_MT5_CREDIT_PG_FAILED: the server's SQLSTATE, or "", and
+       its primary message (valid only during the handler), or NULL */
     char                          sqlstate[6];
+    const char                   *primary;
 
     ngx_mt5_credit_pg_done_pt     handler;
     void                         *data;

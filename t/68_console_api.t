@@ -12,6 +12,12 @@
 #   - a reader reading what only an operator may (case_show): 403
 #   - an argument reaching SQL unchecked (quotes, a non-number id): 400
 #   - an unknown endpoint or method answered as if it were one
+#   - an action without the person's token, from another origin, as a
+#     form (what a cross-site page can send), too large, not UTF-8 text:
+#     refused before the database sees it
+#   - one person approving their own proposal through the console, or a
+#     reader acting: the database refuses, and says why (409, 403)
+#   - a note's markup or dollar quotes changing anything: stored as text
 #   - a console location without its pool, said only at the first
 #     request: nginx -t names the file and line
 
@@ -43,14 +49,15 @@ $st->account(login => 70681);
 my $hash = `openssl passwd -apr1 -salt mt5cred pw`;
 chomp $hash;
 $sb->write_file('htpasswd', join '', map { "$_:$hash\n" }
-                qw(ann rita bot mallory));
+                qw(ann ben rita bot mallory));
 
 $sb->psql(<<'SQL');
 CREATE ROLE ann  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
+CREATE ROLE ben  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
 CREATE ROLE rita NOLOGIN IN ROLE mt5credit_reader, mt5credit_person;
 CREATE ROLE bot  NOLOGIN IN ROLE mt5credit_operator;
 CREATE ROLE web  LOGIN NOINHERIT IN ROLE mt5credit_console;
-GRANT ann, rita, bot TO web;
+GRANT ann, ben, rita, bot TO web;
 SQL
 
 my $credit = $st->pay(login => 70681, amount => 1200);
@@ -71,8 +78,21 @@ sub get {
     my ($who, $path, %opt) = @_;
     my @h = $who ? ([ 'Authorization', 'Basic '
                       . encode_base64("$who:pw", '') ]) : ();
+    push @h, @{ $opt{headers} || [] };
     return $sb->http($opt{method} || 'GET', "/console/$path",
                      headers => \@h, body => $opt{body});
+}
+
+# an action as the console's page sends it: JSON, this origin, the token
+sub act {
+    my ($who, $action, %opt) = @_;
+    my $token = exists $opt{token} ? $opt{token}
+              : $json->decode(get($who, 'api/whoami')->{body})->{csrf};
+    my @h = ([ 'Content-Type', $opt{type} || 'application/json' ],
+             [ 'Origin', $opt{origin} || 'http://localhost' ]);
+    push @h, [ 'X-CSRF-Token', $token ] if defined $token;
+    return get($who, 'api/act', method => 'POST', headers => \@h,
+               body => $opt{raw} // $json->encode($action));
 }
 
 # --- the pages --------------------------------------------------------------
@@ -99,18 +119,20 @@ like($r->{headers}{'content-security-policy'}, qr/script-src 'self'/,
 
 $r = get('ann', 'api/whoami');
 is($r->{status}, 200, 'api/whoami as ann');
-is_deeply($json->decode($r->{body}), { person => 'ann', act => JSON::PP::true,
-                                       read => JSON::PP::true },
-          '... ann, who may act');
+my $w = $json->decode($r->{body});
+delete $w->{csrf};
+is_deeply($w, { person => 'ann', act => JSON::PP::true,
+                read => JSON::PP::true }, '... ann, who may act');
 like($r->{headers}{'content-type'}, qr{^application/json}, '... JSON');
 is($r->{headers}{'cache-control'}, 'no-store', '... never kept');
 like($r->{headers}{'content-security-policy'}, qr/default-src 'none'/,
      '... under the policy');
 
 $r = get('rita', 'api/whoami');
-is_deeply($json->decode($r->{body}), { person => 'rita', act => JSON::PP::false,
-                                       read => JSON::PP::true },
-          'rita: may read, not act');
+$w = $json->decode($r->{body});
+delete $w->{csrf};
+is_deeply($w, { person => 'rita', act => JSON::PP::false,
+                read => JSON::PP::true }, 'rita: may read, not act');
 
 $r = get('mallory', 'api/whoami');
 is($r->{status}, 403, 'mallory passed nginx but has no role: 403');
@@ -148,11 +170,86 @@ is(get('ann', "api/cases?kind=x%27%20OR%201%3D1")->{status}, 400,
 is(get('ann', 'api/nothing')->{status}, 404, 'an unknown endpoint: 404');
 $r = get('ann', 'api/whoami', method => 'DELETE');
 is($r->{status}, 405, 'DELETE: 405');
-is($r->{headers}{allow}, 'GET, HEAD', '... saying what is allowed');
+is($r->{headers}{allow}, 'GET, HEAD, POST', '... saying what is allowed');
+is(get('ann', 'api/whoami', method => 'POST')->{status}, 404,
+   'POST to a reading endpoint: 404 (actions are api/act)');
 is($sb->sql1("SELECT count(*) FROM mt5credit.case"), 1, 'nothing changed');
 
 my @refused = grep { /console: refused \(/ } split /\n/, $sb->error_log;
 ok(@refused >= 2, 'each refusal is logged with the database\'s reason');
+
+# --- actions ------------------------------------------------------------------
+
+my $me = $json->decode(get('ann', 'api/whoami')->{body});
+like($me->{csrf}, qr/^[0-9a-f]{32}$/, 'api/whoami gives the token actions carry');
+isnt($json->decode(get('ben', 'api/whoami')->{body})->{csrf}, $me->{csrf},
+     '... each person their own');
+
+my $assign = { action => 'assign', case => $case + 0, to => 'ann',
+               note => 'mine' };
+$r = act('ann', $assign, token => undef);
+is($r->{status}, 403, 'an action without the token: 403');
+is($json->decode($r->{body})->{error}, 'csrf', '... csrf');
+is(act('ben', $assign, token => $me->{csrf})->{status}, 403,
+   '... and with another person\'s token: 403');
+$r = act('ann', $assign, origin => 'https://evil.example');
+is($r->{status}, 403, 'an action from another origin: 403');
+is($json->decode($r->{body})->{error}, 'cross_origin', '... cross_origin');
+is(act('ann', $assign, origin => 'http://localhost.evil.example')->{status},
+   403, '... also one whose name only begins with ours');
+is(act('ann', $assign, type => 'application/x-www-form-urlencoded')->{status},
+   415, 'a form post (what a cross-site page can send): 415');
+is($sb->sql1("SELECT status FROM mt5credit.case WHERE id = $case"), 'open',
+   '... none of them changed the case');
+
+$r = act('ann', $assign);
+is($r->{status}, 200, 'ann assigns the case to herself') or diag $r->{body};
+is($json->decode($r->{body})->{by}, 'ann', '... as ann');
+is($sb->sql1("SELECT status || ':' || assigned_to FROM mt5credit.case "
+             . "WHERE id = $case"), 'assigned:ann', '... assigned');
+is($sb->sql1("SELECT actor FROM mt5credit.case_action WHERE case_id = $case "
+             . "ORDER BY id DESC LIMIT 1"), 'ann', '... recorded as ann');
+
+my $planted = '<script>document.title="owned"</script><img src=x onerror=alert(1)> $$; $mc$ DROP';
+$r = act('ann', { action => 'note', case => $case + 0, note => $planted });
+is($r->{status}, 200, 'a note with markup and dollar quotes in it');
+is($sb->sql1("SELECT note FROM mt5credit.case_action WHERE case_id = $case "
+             . "ORDER BY id DESC LIMIT 1"), $planted, '... stored as it was written');
+
+$r = act('ann', { action => 'propose', case => $case + 0,
+                  proposal_action => 'requeue_credit',
+                  note => 'the account was enabled',
+                  evidence => [ 'ticket OPS-9' ] });
+is($r->{status}, 200, 'ann proposes to re-queue the credit') or diag $r->{body};
+my $proposal = $json->decode($r->{body})->{id};
+ok($proposal, '... proposal ' . ($proposal // '?'));
+
+$r = act('ann', { action => 'approve', proposal => $proposal, note => 'me' });
+is($r->{status}, 409, 'ann cannot approve her own: 409');
+like($json->decode($r->{body})->{detail}, qr/two-person rule/,
+     '... the database says why');
+is($st->status_of($credit), 'failed', '... nothing moved');
+is(act('rita', { action => 'approve', proposal => $proposal, note => 'x' })
+   ->{status}, 403, 'rita (a reader) cannot approve: 403');
+
+$r = act('ben', { action => 'approve', proposal => $proposal,
+                  note => 'checked' });
+is($r->{status}, 200, 'ben approves') or diag $r->{body};
+is($st->status_of($credit), 'pending', '... the credit is re-queued');
+is($sb->sql1("SELECT decided_by FROM mt5credit.money_proposal WHERE id = "
+             . "$proposal"), 'ben', '... recorded as ben');
+
+is(act('ann', undef, raw => 'not json')->{status}, 400,
+   'a body that is not JSON: 400');
+is(act('ann', { action => 'assign', case => 'twelve' })->{status}, 400,
+   'a case that is not a number: 400');
+$r = act('ann', { action => 'dance' });
+is($r->{status}, 409, 'an action that does not exist: refused');
+like($json->decode($r->{body})->{detail}, qr/no action "dance"/, '... by name');
+is(act('ann', undef, raw => "{\"action\":\"note\",\"note\":\"\x00\"}")
+   ->{status}, 400, 'a body with a NUL byte: 400');
+is(act('ann', undef, raw => '{"note":"' . ('x' x 70000) . '"}')->{status},
+   413, 'a body past 64 KiB: 413');
 
 # --- the configuration --------------------------------------------------------
 
