@@ -191,6 +191,15 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
     rest.len = r->uri.len - clcf->name.len - (sizeof("api/") - 1);
     endpoint = rest;
 
+    /* read only for an action that passed its checks: else discarded, so
+       that its bytes are never taken for the next request */
+    if (r->method != NGX_HTTP_POST) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_POST))) {
         rc = ngx_mt5_credit_console_header(r, "Allow", "GET, HEAD, POST");
         if (rc != NGX_OK) {
@@ -212,11 +221,6 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
         }
 
         return ngx_mt5_credit_console_post(r, &who);
-    }
-
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
     }
 
     rc = ngx_mt5_credit_console_query(r, &endpoint, &who, &select);
@@ -634,8 +638,17 @@ static ngx_int_t
 ngx_mt5_credit_console_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *error)
 {
-    u_char  *p, *json;
-    size_t   len;
+    u_char     *p, *json;
+    size_t      len;
+    ngx_int_t   rc;
+
+    /* a refused action's body, unread: discarded before the answer */
+    if (r->request_body == NULL) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
 
     len = sizeof("{\"error\":\"\"}") - 1 + ngx_strlen(error);
 

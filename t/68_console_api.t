@@ -42,6 +42,11 @@ my $st = Mt5Credit::Stack->new(
             auth_basic_user_file %%DIR%%/htpasswd;
             mt5_credit_console;
             alias $ROOT/ngx_mt5_credit_module/console/;
+            # with nosniff, a script or a style sheet of another type is
+            # refused by the browser (Debian's nginx.conf includes
+            # mime.types at http level; these are the three the pages use)
+            types { text/html html; text/css css;
+                    application/javascript js; }
         }");
 my $sb = $st->sb;
 $st->account(login => 70681);

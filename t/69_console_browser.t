@@ -1,0 +1,216 @@
+#!/usr/bin/perl
+#
+# The console in a real browser: Debian's headless Chromium, driven through
+# the DevTools protocol (Mt5Credit::Browser), each person in a browser
+# context of their own, let in by nginx's auth_basic.  Impossible:
+#   - one person moving money alone through the pages: ann proposes a
+#     re-queue, is shown "waiting for a second person" and no Approve
+#     button, and her own approval, sent from her page, is refused; ben
+#     approves it, and the worker makes the deal
+#   - a reader acting: rita sees the case without its actions, and her
+#     approval, sent from her page, is refused
+#   - a cross-site page acting with a person's credentials: a form post and
+#     a fetch from another origin, carrying ann's Authorization, change
+#     nothing
+#   - a planted script running: markup in a case's details and in a note
+#     is shown as text, never run
+# Screenshots of the queue and the case pages are written to the sandbox
+# (screenshots/), for a person to look at.
+
+use strict;
+use warnings;
+
+use File::Path qw(make_path);
+use MIME::Base64 qw(encode_base64);
+use Test::More;
+
+use lib 't/lib';
+use Mt5Credit::Browser;
+use Mt5Credit::Stack;
+
+plan skip_all => 'no chromium' unless Mt5Credit::Browser::available();
+
+my $ROOT = $Mt5Credit::Sandbox::ROOT;
+my $evil_port = Mt5Credit::Sandbox::free_port();
+
+my $st = Mt5Credit::Stack->new(
+    nginx_http => 'mt5_credit_console_postgres "host=127.0.0.1 '
+                . 'port=%%PGPORT%% dbname=mt5credit user=web";'
+                . "
+    server {
+        listen 127.0.0.1:$evil_port;
+        root %%DIR%%/evil;
+    }",
+    locations => "location /console/ {
+            auth_basic \"mt5-credit\";
+            auth_basic_user_file %%DIR%%/htpasswd;
+            mt5_credit_console;
+            alias $ROOT/ngx_mt5_credit_module/console/;
+            # with nosniff, a script or a style sheet of another type is
+            # refused by the browser (Debian's nginx.conf includes
+            # mime.types at http level; these are the three the pages use)
+            types { text/html html; text/css css;
+                    application/javascript js; }
+        }");
+my $sb = $st->sb;
+my $port = $sb->nginx_port;
+my $base = "http://127.0.0.1:$port/console/";
+$st->account(login => 70691);
+
+my $hash = `openssl passwd -apr1 -salt mt5cred pw`;
+chomp $hash;
+$sb->write_file('htpasswd', join '', map { "$_:$hash\n" } qw(ann ben rita));
+$sb->psql(<<'SQL');
+CREATE ROLE ann  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
+CREATE ROLE ben  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
+CREATE ROLE rita NOLOGIN IN ROLE mt5credit_reader, mt5credit_person;
+CREATE ROLE web  LOGIN NOINHERIT IN ROLE mt5credit_console;
+GRANT ann, ben, rita TO web;
+SQL
+
+# a failed credit with its case; its details carry planted markup
+my $credit = $st->pay(login => 70691, amount => 3300);
+$sb->psql(<<"SQL");
+BEGIN;
+UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
+    claimed_at = now(), claimed_by = 'fixture',
+    lease_expires_at = now() + interval '1 minute' WHERE id = $credit;
+UPDATE mt5credit.mt5_credit SET status = 'failed' WHERE id = $credit;
+SELECT mt5credit.open_case('mt5_rejected', 'high', 'console-browser-1',
+    jsonb_build_object('retcode', 10019, 'comment',
+        '<img src=x onerror="document.title=''owned''">'
+        || '<script>document.title="owned"</script>'), $credit);
+COMMIT;
+SQL
+my $case = $sb->sql1("SELECT id FROM mt5credit.case "
+                     . "WHERE dedupe_key = 'console-browser-1'");
+
+# another origin's page: a form post and a fetch to the console's API
+make_path($sb->dir . '/evil');
+$sb->write_file('evil/evil.html', <<"HTML");
+<!doctype html><title>evil</title>
+<form id=f method=POST enctype="text/plain" action="${base}api/act">
+<input name='{"action":"assign","case":$case,"to":"ann","note":"evil","x":"' value='"}'>
+</form>
+<script>
+fetch("${base}api/act", { method: "POST", mode: "no-cors",
+  credentials: "include", headers: { "Content-Type": "text/plain" },
+  body: JSON.stringify({ action: "note", "case": $case, note: "evil" }) })
+  .finally(function () { window.fetched = 1; document.getElementById("f").submit(); });
+</script>
+HTML
+
+my $shots = $sb->dir . '/screenshots';
+make_path($shots);
+
+my $browser = Mt5Credit::Browser->launch($sb);
+sub person {
+    my ($who) = @_;
+    my $p = $browser->page(headers => {
+        Authorization => 'Basic ' . encode_base64("$who:pw", '') });
+    $p->navigate($base);
+    return $p;
+}
+
+my $title = 'mt5-credit console';
+my $q = "$case";
+
+# --- ann proposes --------------------------------------------------------------
+
+my $ann = person('ann');
+ok($ann->wait_for("document.querySelectorAll('#cases tbody tr.case').length > 0"),
+   'ann: the queue shows the case');
+ok($ann->wait_for("document.getElementById('who').textContent === 'ann'"),
+   '... and who she is');
+ok($ann->screenshot("$shots/queue-ann.png") > 1000, '... (screenshots/queue-ann.png)');
+
+$ann->click("#cases tbody tr.case");
+ok($ann->wait_for("!document.getElementById('case').hidden"), 'she opens it');
+like($ann->js("document.getElementById('case-facts').textContent"),
+     qr/<img src=x onerror=/, '... the planted markup is shown as text');
+is($ann->js("document.querySelectorAll('#case img, #case script').length"), 0,
+   '... and is no element');
+is($ann->js('document.title'), $title, '... and never ran');
+
+$ann->type('#note', 'the account was enabled <script>document.title="owned"</script>');
+$ann->click('#propose-requeue');
+ok($ann->wait_for("/waiting for a second person/.test("
+                  . "document.querySelector('#proposals tbody').textContent)"),
+   'she proposes a re-queue, and is told it waits for a second person');
+is($ann->js("document.querySelectorAll('#proposals button').length"), 0,
+   '... with no Approve button of hers');
+like($ann->js("document.getElementById('desk').textContent"),
+     qr/<script>document\.title="owned"<\/script>/,
+     '... her note, markup and all, shown as text');
+is($ann->js('document.title'), $title, '... never run');
+ok($ann->screenshot("$shots/case-ann.png") > 1000, '(screenshots/case-ann.png)');
+
+my $proposal = $sb->sql1("SELECT id FROM mt5credit.money_proposal "
+                         . "WHERE case_id = $case");
+my $self_approve = <<"JS";
+fetch('api/whoami').then(r => r.json()).then(w => fetch('api/act', {
+  method: 'POST', headers: { 'Content-Type': 'application/json',
+                             'X-CSRF-Token': w.csrf },
+  body: JSON.stringify({ action: 'approve', proposal: $proposal, note: 'me' })
+})).then(r => r.status)
+JS
+is($ann->js($self_approve), 409, 'her own approval, sent from her page: 409');
+is($st->status_of($credit), 'failed', '... nothing moved');
+
+# --- rita only looks -----------------------------------------------------------
+
+my $rita = person('rita');
+ok($rita->wait_for("/may look, not act/.test(document.getElementById('who').textContent)"),
+   'rita: the console says she may look, not act');
+ok($rita->wait_for("document.querySelectorAll('#cases tbody tr.case').length > 0"),
+   '... she sees the queue');
+is($rita->js($self_approve), 403, '... and her approval, sent from her page: 403');
+ok($rita->screenshot("$shots/queue-rita.png") > 1000, '(screenshots/queue-rita.png)');
+
+# --- a cross-site page, with ann's credentials ---------------------------------
+
+my $before = $sb->sql1("SELECT count(*) FROM mt5credit.case_action "
+                       . "WHERE case_id = $case");
+my $evil = $browser->page(headers => {
+    Authorization => 'Basic ' . encode_base64('ann:pw', '') });
+$evil->navigate("http://127.0.0.1:$evil_port/evil.html");
+ok($evil->wait_for('window.fetched === 1 || document.title !== "evil"'),
+   'a page of another origin posts to the console, with ann\'s credentials');
+sleep 1;
+is($sb->sql1("SELECT count(*) FROM mt5credit.case_action WHERE case_id = $case"),
+   $before, '... and nothing is recorded');
+my @posts = grep { m{"POST /console/api/act .*"http://127\.0\.0\.1:$evil_port/} }
+    do { open my $fh, '<', $sb->dir . '/access.log' or die; <$fh> };
+is(scalar @posts, 2, '... its form post and its fetch reached nginx');
+is(scalar(grep { m{" (?:403|415) } } @posts), 2, '... and both were refused');
+is(scalar(grep { m{^\S+ - \S+ \[[^\]]+\] "\{} }
+          do { open my $fh, '<', $sb->dir . '/access.log' or die; <$fh> }),
+   0, '... their bodies discarded, never read as a request of their own');
+
+# --- ben approves; the worker makes the deal -----------------------------------
+
+my $ben = person('ben');
+ok($ben->wait_for("document.querySelectorAll('#cases tbody tr.case').length > 0"),
+   'ben: the queue');
+$ben->click("#cases tbody tr.case");
+ok($ben->wait_for("Array.from(document.querySelectorAll('#proposals button'))"
+                  . ".some(b => b.textContent === 'Approve')"),
+   '... the proposal, with an Approve button for him');
+ok($ben->screenshot("$shots/case-ben.png") > 1000, '(screenshots/case-ben.png)');
+$ben->type('#note', 'checked the account');
+$ben->js("Array.from(document.querySelectorAll('#proposals button'))"
+         . ".find(b => b.textContent === 'Approve').click()");
+ok($ben->wait_for("/approved by ben/.test(document.querySelector('#proposals tbody').textContent)"),
+   'he approves it, and the page says so');
+is($st->status_of($credit), 'pending', '... the credit is re-queued');
+
+$st->start_worker('w1');
+ok($st->wait_status($credit, 'done'), 'the worker makes the deal');
+is(scalar @{ $st->deals_with("dep:$credit") }, 1, '... once');
+$st->stop_worker('w1');
+
+is($ann->js('document.title') . $ben->js('document.title'), $title x 2,
+   'no planted script ran in any page');
+
+$browser->quit;
+done_testing;
