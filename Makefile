@@ -386,11 +386,14 @@ install: $(MODULE_SO) $(MT5CREDIT)
 	    exit 1;; esac
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(NGX_MODULES_DIR) \
 	    $(DESTDIR)$(SHAREDIR)/sql $(DESTDIR)$(SHAREDIR)/examples \
+	    $(DESTDIR)$(SHAREDIR)/console \
 	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(MT5CREDIT) $(DESTDIR)$(BINDIR)/mt5credit
 	install -m 0644 $(MODULE_SO) $(DESTDIR)$(NGX_MODULES_DIR)/
 	install -m 0644 sql/*.sql $(DESTDIR)$(SHAREDIR)/sql/
 	install -m 0755 sql/migrate $(DESTDIR)$(SHAREDIR)/sql/migrate
+	install -m 0644 ngx_mt5_credit_module/console/* \
+	    $(DESTDIR)$(SHAREDIR)/console/
 	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 docs/examples/* $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 batch/mt5credit.conf.example \

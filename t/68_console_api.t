@@ -18,6 +18,8 @@
 #   - one person approving their own proposal through the console, or a
 #     reader acting: the database refuses, and says why (409, 403)
 #   - a note's markup or dollar quotes changing anything: stored as text
+#   - a burst of actions from one person (limit_req on POSTs): 429, while
+#     reading goes on
 #   - a console location without its pool, said only at the first
 #     request: nginx -t names the file and line
 
@@ -36,11 +38,17 @@ my $json = JSON::PP->new;
 
 my $st = Mt5Credit::Stack->new(
     nginx_http => 'mt5_credit_console_postgres "host=127.0.0.1 '
-                . 'port=%%PGPORT%% dbname=mt5credit user=web";',
+                . 'port=%%PGPORT%% dbname=mt5credit user=web";'
+                # actions limited per person, as the shipped example does
+                . 'map $request_method $console_action {
+                       POST $remote_user; default ""; }
+                   limit_req_zone $console_action zone=console:1m rate=5r/s;',
     locations => "location /console/ {
             auth_basic \"mt5-credit\";
             auth_basic_user_file %%DIR%%/htpasswd;
             mt5_credit_console;
+            limit_req zone=console burst=20 nodelay;
+            limit_req_status 429;
             alias $ROOT/ngx_mt5_credit_module/console/;
             # with nosniff, a script or a style sheet of another type is
             # refused by the browser (Debian's nginx.conf includes
@@ -255,6 +263,18 @@ is(act('ann', undef, raw => "{\"action\":\"note\",\"note\":\"\x00\"}")
    ->{status}, 400, 'a body with a NUL byte: 400');
 is(act('ann', undef, raw => '{"note":"' . ('x' x 70000) . '"}')->{status},
    413, 'a body past 64 KiB: 413');
+
+# a burst of actions is limited per person; reading is not
+my %seen;
+for (1 .. 40) {
+    $seen{ act('ann', { action => 'note', case => $case + 0,
+                        note => "burst $_" }, token => $me->{csrf})->{status} }++;
+}
+ok($seen{429}, "a burst of 40 actions: some refused with 429 ($seen{429})");
+ok($seen{200}, "... the first ones made ($seen{200})");
+my %reads;
+$reads{ get('ann', 'api/whoami')->{status} }++ for 1 .. 40;
+is_deeply(\%reads, { 200 => 40 }, '... while reading is never limited');
 
 # --- the configuration --------------------------------------------------------
 

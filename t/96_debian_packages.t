@@ -119,6 +119,12 @@ ok(exists $mc->{'/usr/share/doc/libnginx-mod-http-mt5-credit/examples/mt5credit-
    '... the edge example');
 is_deeply([ grep { m{^/etc/} } sort keys %$mc ], [],
           '... nothing in /etc: the enabling link is made by postinst');
+is_deeply([ sort grep { m{^/usr/share/mt5credit/console/.} } keys %$mc ],
+          [ map { "/usr/share/mt5credit/console/$_" }
+                qw(console.css console.js index.html) ],
+          '... the console\'s pages in /usr/share/mt5credit/console');
+ok(exists $mc->{'/usr/share/doc/libnginx-mod-http-mt5-credit/examples/mt5credit-console.conf'},
+   '... and the console example');
 
 is($bc->{'/usr/bin/mt5credit'} // '', '-rwxr-xr-x root/root',
    'mt5credit in /usr/bin');
@@ -201,6 +207,7 @@ ok(!grep({ m{^/var/} } keys %$bc),
     my %over = map { $_ => 1 } @over;
     is_deeply([ sort keys %over ],
               [ 'libnginx-mod-http-mt5-credit: hardening-no-fortify-functions',
+                'libnginx-mod-http-mt5-credit: package-contains-documentation-outside-usr-share-doc',
                 'mt5credit: non-standard-file-perm',
                 'mt5credit: package-supports-alternative-init-but-no-init.d-script' ],
               '... and the overrides are exactly those (each says why)');
@@ -275,6 +282,13 @@ like($out, qr/\Q$version\E.*\Q$commit\E/s,
     my $edge = `cat $root/usr/share/doc/libnginx-mod-http-mt5-credit/examples/mt5credit-edge.conf`;
     $edge =~ s{/etc/mt5credit}{$dir/etc/mt5credit}g;
     $edge =~ s{127\.0\.0\.1:8081}{127.0.0.1:$port};
+    my $console = `cat $root/usr/share/doc/libnginx-mod-http-mt5-credit/examples/mt5credit-console.conf`;
+    like($console, qr{alias /usr/share/mt5credit/console/;},
+         'the console example serves the packaged pages');
+    $console =~ s{/etc/mt5credit}{$dir/etc/mt5credit}g;
+    my $cport = Mt5Credit::Sandbox::free_port();
+    $console =~ s{127\.0\.0\.1:8082}{127.0.0.1:$cport};
+    $edge .= $console;
     $sb->write_file('edge.conf', $edge);
     my $temp = Mt5Credit::Sandbox::nginx_temp_paths($dir);
     my $main = sub {
@@ -300,7 +314,7 @@ CONF
           . "-e $dir/logs/error.log";
     ($rc, $out) = sh($t);
     is($rc, 0, 'nginx -t: the packaged modules-available file loads the '
-       . 'packaged module, and the packaged edge example passes')
+       . 'packaged module, and the packaged edge and console examples pass')
         or diag $out;
     $sb->write_file('nginx-package.conf', $main->(''));
     ($rc, $out) = sh($t);

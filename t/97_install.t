@@ -46,9 +46,16 @@ is(scalar @sql, scalar(my @src = glob('sql/*.sql')),
    'every migration (' . scalar(@sql) . ')');
 ok(-x "$stage/usr/local/share/mt5credit/sql/migrate", '... and migrate');
 ok(-f "$stage/usr/local/share/doc/mt5credit/runbook.md", 'the docs');
-for my $f (qw(mt5credit.conf mt5credit-edge.conf mod-mt5-credit.conf)) {
+for my $f (qw(mt5credit.conf mt5credit-edge.conf mt5credit-console.conf
+               mod-mt5-credit.conf)) {
     ok(-f "$stage/usr/local/share/mt5credit/examples/$f", "example $f");
 }
+ok(-f "$stage/usr/local/share/mt5credit/console/index.html"
+   && -f "$stage/usr/local/share/mt5credit/console/console.js",
+   'the console\'s pages');
+like(`cat $stage/usr/local/share/mt5credit/examples/mt5credit-console.conf`,
+     qr{alias /usr/local/share/mt5credit/console/;},
+     '... which its example serves');
 ok(-f "$stage/usr/local/share/doc/mt5credit/examples/mt5credit-alerts.yml",
    'the alert rules');
 my @units = map { s{.*/}{}r }
