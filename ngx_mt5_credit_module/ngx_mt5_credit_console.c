@@ -76,6 +76,8 @@ static ngx_int_t ngx_mt5_credit_console_act(ngx_http_request_t *r,
     ngx_str_t *who, ngx_str_t *body);
 static void ngx_mt5_credit_console_token(ngx_http_request_t *r,
     ngx_str_t *who, u_char *token);
+static ngx_int_t ngx_mt5_credit_console_select(ngx_http_request_t *r,
+    ngx_str_t *select, const char *fmt, ngx_str_t *literal);
 static ngx_int_t ngx_mt5_credit_console_arg(ngx_http_request_t *r,
     const char *name, const char *allowed, size_t max, ngx_str_t *literal);
 static ngx_uint_t ngx_mt5_credit_console_person_ok(ngx_str_t *who);
@@ -127,6 +129,40 @@ static const char  ngx_mt5_credit_console_cases[] =
     "FROM mt5credit.case_list(%V, %V, NULL, %d) c";
 static const char  ngx_mt5_credit_console_case[] =
     "SELECT mt5credit.case_show(%V::bigint)::text";
+static const char  ngx_mt5_credit_console_withdrawals[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(q)), '[]')::text "
+    "FROM mt5credit.withdrawal_queue(%V, 500) q";
+static const char  ngx_mt5_credit_console_withdrawal[] =
+    "SELECT mt5credit.withdrawal_show(%V)::text";
+static const char  ngx_mt5_credit_console_search[] =
+    "SELECT mt5credit.console_search(%V)::text";
+static const char  ngx_mt5_credit_console_status[] =
+    "SELECT jsonb_build_object("
+    "'work', (SELECT coalesce(jsonb_agg(to_jsonb(w)), '[]') "
+    "FROM mt5credit.work_status() w), "
+    "'pauses', (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') "
+    "FROM mt5credit.pause_list(false) p), "
+    "'reconciled', (SELECT coalesce(jsonb_agg(to_jsonb(f)), '[]') "
+    "FROM mt5credit.recon_freshness() f))::text";
+static const char  ngx_mt5_credit_console_recon_runs[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY x.business_day DESC, "
+    "x.id DESC), '[]')::text FROM (SELECT r.id, r.provider, r.business_day, "
+    "r.currency, r.verdict, r.reason, r.started_by, r.started_at, "
+    "r.finished_at, (SELECT jsonb_object_agg(c.name, c.n) FROM "
+    "mt5credit.recon_count c WHERE c.run_id = r.id AND c.dimension = "
+    "'summary') AS counts FROM mt5credit.recon_run r WHERE %V::text IS NULL "
+    "OR r.provider = %V ORDER BY r.business_day DESC, r.id DESC LIMIT 500) x";
+static const char  ngx_mt5_credit_console_recon_run[] =
+    "SELECT (SELECT to_jsonb(r) || jsonb_build_object("
+    "'counts', (SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') "
+    "FROM mt5credit.recon_count c WHERE c.run_id = r.id), "
+    "'items', (SELECT coalesce(jsonb_agg(to_jsonb(i) ORDER BY i.id), '[]') "
+    "FROM mt5credit.recon_item i WHERE i.run_id = r.id), "
+    "'in_transit_settlement', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') "
+    "FROM mt5credit.recon_transit_settlement t WHERE t.run_id = r.id), "
+    "'in_transit_credit', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') "
+    "FROM mt5credit.recon_transit_credit t WHERE t.run_id = r.id)) "
+    "FROM mt5credit.recon_run r WHERE r.id = %V::bigint)::text";
 static const char  ngx_mt5_credit_console_act_sql[] =
     "SELECT mt5credit.console_act(%*s%V%*s::jsonb)::text";
 static const char  ngx_mt5_credit_console_whoami[] =
@@ -332,8 +368,111 @@ ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
         return NGX_OK;
     }
 
+    if (endpoint->len == 11
+        && ngx_strncmp(endpoint->data, "withdrawals", 11) == 0)
+    {
+        if (ngx_mt5_credit_console_arg(r, "status",
+                                       "abcdefghijklmnopqrstuvwxyz_", 40,
+                                       &status) != NGX_OK)
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        return ngx_mt5_credit_console_select(r, select,
+                   ngx_mt5_credit_console_withdrawals, &status);
+    }
+
+    if (endpoint->len == 10
+        && ngx_strncmp(endpoint->data, "withdrawal", 10) == 0)
+    {
+        if (ngx_mt5_credit_console_arg(r, "ref", "abcdefghijklmnopqrstuvwxyz"
+                                       "0123456789_", 40, &id) != NGX_OK
+            || id.data[0] != '\'')
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        return ngx_mt5_credit_console_select(r, select,
+                   ngx_mt5_credit_console_withdrawal, &id);
+    }
+
+    /* what people search by: references, clients, logins, payment ids */
+    if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "search", 6) == 0) {
+        if (ngx_mt5_credit_console_arg(r, "q", "abcdefghijklmnopqrstuvwxyz"
+                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "0123456789_.:@-", 128, &id)
+            != NGX_OK
+            || id.data[0] != '\'')
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        return ngx_mt5_credit_console_select(r, select,
+                   ngx_mt5_credit_console_search, &id);
+    }
+
+    /* reconciliation: the runs, newest day first; one run's findings */
+    if (endpoint->len == 10
+        && ngx_strncmp(endpoint->data, "recon_runs", 10) == 0)
+    {
+        if (ngx_mt5_credit_console_arg(r, "provider",
+                                       "abcdefghijklmnopqrstuvwxyz"
+                                       "0123456789_-", 32, &kind) != NGX_OK)
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        return ngx_mt5_credit_console_select(r, select,
+                   ngx_mt5_credit_console_recon_runs, &kind);
+    }
+
+    if (endpoint->len == 9
+        && ngx_strncmp(endpoint->data, "recon_run", 9) == 0)
+    {
+        if (ngx_mt5_credit_console_arg(r, "id", "0123456789", 18, &id)
+            != NGX_OK
+            || id.data[0] != '\'')
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        return ngx_mt5_credit_console_select(r, select,
+                   ngx_mt5_credit_console_recon_run, &id);
+    }
+
+    if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "status", 6) == 0) {
+        ngx_str_set(select, ngx_mt5_credit_console_status);
+        return NGX_OK;
+    }
+
     return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_FOUND,
                                         "no_such_endpoint");
+}
+
+
+/* select: fmt with its checked literal, at each of its (one or two) %V */
+static ngx_int_t
+ngx_mt5_credit_console_select(ngx_http_request_t *r, ngx_str_t *select,
+    const char *fmt, ngx_str_t *literal)
+{
+    u_char  *p;
+
+    p = ngx_pnalloc(r->pool, ngx_strlen(fmt) + 2 * literal->len + 1);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* a format names its literal once, or twice (recon_runs) */
+    select->data = p;
+    p = ngx_sprintf(p, fmt, literal, literal);
+    select->len = p - select->data;
+
+    return NGX_OK;
 }
 
 

@@ -20,6 +20,9 @@
 #   - a note's markup or dollar quotes changing anything: stored as text
 #   - a burst of actions from one person (limit_req on POSTs): 429, while
 #     reading goes on
+#   - a withdrawal approved by the person who prepared it, or with another
+#     digest than the one prepared (and shown to the approver)
+#   - a reader pausing crediting; a pause without who and why
 #   - a console location without its pool, said only at the first
 #     request: nginx -t names the file and line
 
@@ -263,6 +266,122 @@ is(act('ann', undef, raw => "{\"action\":\"note\",\"note\":\"\x00\"}")
    ->{status}, 400, 'a body with a NUL byte: 400');
 is(act('ann', undef, raw => '{"note":"' . ('x' x 70000) . '"}')->{status},
    413, 'a body past 64 KiB: 413');
+
+# --- withdrawals: prepared by one, approved by another with the digest ---------
+
+my $wd = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
+    . "'alice', 'console-wd-1', 'stripe', 'live1', 70681, 700, 'USD', "
+    . "'ba_console_dest')", user => 'portal');
+like($wd, qr/^wd_\d+$/, "a withdrawal requested ($wd)");
+$r = get('ann', 'api/withdrawals');
+is($r->{status}, 200, 'api/withdrawals');
+is_deeply([ map { $_->{reference} } @{ $json->decode($r->{body}) } ], [ $wd ],
+          '... the queue holds it');
+is($json->decode(get('ann', "api/withdrawal?ref=$wd")->{body})->{status},
+   'requested', 'api/withdrawal: requested');
+is(get('ann', "api/withdrawal?ref=wd%27x")->{status}, 400,
+   '... a reference with a quote: 400');
+
+$r = act('ann', { action => 'withdrawal_prepare', withdrawal => $wd,
+                  note => 'checked the client' });
+is($r->{status}, 200, 'ann prepares it') or diag $r->{body};
+my $digest = $json->decode($r->{body})->{digest};
+like($digest, qr/^[0-9a-f]{32}$/, '... and gets the digest to approve with');
+my $shown = $json->decode(get('ben', "api/withdrawal?ref=$wd")->{body});
+is($shown->{prepared_digest}, $digest, '... the digest the approver is shown');
+is($shown->{prepared_by}, 'ann', '... prepared by ann');
+
+$r = act('ann', { action => 'withdrawal_approve', withdrawal => $wd,
+                  digest => $digest, note => 'me' });
+is($r->{status}, 409, 'ann cannot approve what she prepared: 409');
+is(act('ben', { action => 'withdrawal_approve', withdrawal => $wd,
+                digest => '0' x 64, note => 'x' })->{status}, 409,
+   'ben cannot approve another digest than the one prepared');
+is(act('rita', { action => 'withdrawal_approve', withdrawal => $wd,
+                 digest => $digest, note => 'x' })->{status}, 403,
+   'rita cannot approve');
+$r = act('ben', { action => 'withdrawal_approve', withdrawal => $wd,
+                  digest => $digest, note => 'ok' });
+is($r->{status}, 200, 'ben approves it with the digest') or diag $r->{body};
+is($sb->sql1("SELECT status || ' ' || prepared_by || ' ' || approved_by "
+             . "FROM mt5credit.withdrawal WHERE reference = '$wd'"),
+   'approved ann ben', '... approved, by two people');
+
+# --- search -----------------------------------------------------------------------
+
+my $dep = $sb->sql1("SELECT d.reference FROM mt5credit.deposit d JOIN "
+                    . "mt5credit.mt5_credit c ON c.deposit_id = d.id "
+                    . "WHERE c.id = $credit");
+my $found = $json->decode(get('rita', "api/search?q=$dep")->{body});
+is_deeply([ map { $_->{reference} } @{ $found->{deposits} } ], [ $dep ],
+          "api/search by the deposit's reference finds it (as a reader)");
+is_deeply([ map { $_->{id} } @{ $found->{credits} } ], [ $credit ],
+          '... and its credit');
+$found = $json->decode(get('ann', 'api/search?q=70681')->{body});
+ok((grep { $_->{id} == $credit } @{ $found->{credits} }),
+   '... by the MT5 login too');
+is_deeply([ map { $_->{reference} } @{ $found->{withdrawals} } ], [ $wd ],
+          '... with the login\'s withdrawal');
+is(get('ann', "api/search?q=x%27y")->{status}, 400, '... a quote: 400');
+is_deeply($json->decode(get('ann', 'api/search?q=nobody')->{body}),
+          { deposits => [], credits => [], withdrawals => [] },
+          '... nothing for a name nobody has');
+
+# --- status and the kill switch -------------------------------------------------
+
+my $status = $json->decode(get('rita', 'api/status')->{body});
+ok((grep { $_->{metric} eq 'credits' } @{ $status->{work} }),
+   'api/status: the work, for a reader too');
+is_deeply($status->{pauses}, [], '... nothing paused');
+is(act('rita', { action => 'pause', scope => 'server', target => 'live1',
+                 reason => 'x' })->{status}, 403, 'rita cannot pause');
+$r = act('ann', { action => 'pause', scope => 'server', target => 'live1',
+                  reason => 'MT5 maintenance' });
+is($r->{status}, 200, 'ann pauses live1') or diag $r->{body};
+$status = $json->decode(get('rita', 'api/status')->{body});
+is(join(' ', map { "$_->{scope} $_->{target} $_->{paused_by}: $_->{reason}" }
+        @{ $status->{pauses} }), 'server live1 ann: MT5 maintenance',
+   '... shown with who and why');
+is(act('ann', { action => 'resume', scope => 'server', target => 'live1',
+                note => 'done' })->{status}, 200, '... and resumes it');
+is_deeply($json->decode(get('ann', 'api/status')->{body})->{pauses}, [],
+          '... nothing paused again');
+
+# --- reconciliation: the runs and their findings ----------------------------------
+
+# a finished run with one break, as the job leaves it (a fixture: the job
+# itself is t/60's)
+my $run = $sb->sql1(<<"SQL");
+INSERT INTO mt5credit.recon_run (provider, business_day, time_zone, currency,
+    window_start, window_end, deal_window_end, settlement_format,
+    settlement_sha256, input_digest, verdict, finished_at)
+VALUES ('stripe', '2026-11-30', 'UTC', 'USD', '2026-11-30', '2026-12-01',
+    '2026-12-02', 'stripe', repeat('a', 64), 'fixture', 'breaks', now())
+RETURNING id
+SQL
+$sb->psql(<<"SQL");
+INSERT INTO mt5credit.recon_count VALUES ($run, 'summary', 'matched', 41),
+    ($run, 'summary', 'mismatched', 1);
+INSERT INTO mt5credit.recon_item (run_id, kind, item_key, severity, movement,
+    amount_minor, currency, settlement, credit, case_id)
+VALUES ($run, 'settled_not_credited', 'pi_console', 'high', 'payment', 1200,
+    'USD', '{"row": 7, "note": "<b>bold</b>"}', NULL, $case);
+SQL
+$r = get('rita', 'api/recon_runs');
+is($r->{status}, 200, 'api/recon_runs, for a reader');
+my $runs = $json->decode($r->{body});
+is("$runs->[0]{id} $runs->[0]{business_day} $runs->[0]{verdict}",
+   "$run 2026-11-30 breaks", '... the run, its day and verdict');
+is_deeply($runs->[0]{counts}, { matched => 41, mismatched => 1 },
+          '... with its counts');
+is(scalar @{ $json->decode(get('rita', 'api/recon_runs?provider=bank')->{body}) },
+   0, '... filtered by provider');
+my $one = $json->decode(get('rita', "api/recon_run?id=$run")->{body});
+is(join(' ', map { "$_->{kind} $_->{item_key}" } @{ $one->{items} }),
+   'settled_not_credited pi_console', 'api/recon_run: its findings');
+is($one->{items}[0]{settlement}{note}, '<b>bold</b>',
+   '... each with its settlement record, as data');
+is(get('rita', 'api/recon_run?id=999999')->{status}, 404, '... no such run: 404');
 
 # a burst of actions is limited per person; reading is not
 my %seen;

@@ -14,6 +14,9 @@
 #     nothing
 #   - a planted script running: markup in a case's details and in a note
 #     is shown as text, never run
+#   - a withdrawal approved by who prepared it, or without the approver
+#     seeing what is signed: ann prepares and is shown "waiting"; ben is
+#     shown the plan and the digest, and approves exactly that
 # Screenshots of the queue and the case pages are written to the sandbox
 # (screenshots/), for a person to look at.
 
@@ -208,6 +211,71 @@ $st->start_worker('w1');
 ok($st->wait_status($credit, 'done'), 'the worker makes the deal');
 is(scalar @{ $st->deals_with("dep:$credit") }, 1, '... once');
 $st->stop_worker('w1');
+
+# --- a withdrawal: ann prepares, ben approves the digest he is shown -----------
+
+my $wd = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
+    . "'alice', 'console-browser-wd', 'stripe', 'live1', 70691, 900, 'USD', "
+    . "'ba_console_dest')", user => 'portal');
+$ann->click('nav a[data-view="withdrawals"]');
+ok($ann->wait_for("/$wd/.test(document.querySelector('#wd-list tbody').textContent)"),
+   "ann: the withdrawals queue holds $wd");
+$ann->click('#wd-list tbody tr.case');
+ok($ann->wait_for("!document.getElementById('withdrawal').hidden && "
+                  . "!document.getElementById('wd-prepare').hidden"),
+   '... she opens it: Prepare');
+$ann->click('#wd-prepare');
+ok($ann->wait_for("!document.getElementById('wd-waiting').hidden"),
+   '... prepared: waiting for a second person');
+ok($ann->js("document.getElementById('wd-approve').hidden"),
+   '... and no Approve for her');
+ok($ann->screenshot("$shots/withdrawal-ann.png") > 1000,
+   '(screenshots/withdrawal-ann.png)');
+my $digest = $sb->sql1("SELECT prepared_digest FROM mt5credit.withdrawal "
+                       . "WHERE reference = '$wd'");
+
+$ben->click('nav a[data-view="withdrawals"]');
+ok($ben->wait_for("/$wd/.test(document.querySelector('#wd-list tbody').textContent)"),
+   'ben: the queue');
+$ben->click('#wd-list tbody tr.case');
+ok($ben->wait_for("!document.getElementById('withdrawal').hidden && "
+                  . "!document.getElementById('wd-actions').hidden && "
+                  . "!document.getElementById('wd-approve').hidden"),
+   '... Approve, for him');
+is($ben->js("document.getElementById('wd-digest').textContent"), $digest,
+   '... beside the digest ann prepared')
+    or diag $ben->js("fetch('api/withdrawal?ref=$wd').then(r => r.text())");
+like($ben->js("document.querySelector('#wd-plan tbody').textContent"),
+     qr/refund.*900 USD/, '... and the plan it signs (a refund of the deposit)');
+$ben->click('#wd-approve');
+ok($ben->wait_for("/approved/.test(document.getElementById('wd-facts').textContent)"),
+   'he approves it');
+is($sb->sql1("SELECT status || ' ' || prepared_by || ' ' || approved_by FROM "
+             . "mt5credit.withdrawal WHERE reference = '$wd'"),
+   'approved ann ben', '... two people, in the database');
+
+# --- the other pages: search, reconciliation, status ---------------------------
+
+$ann->click('nav a[data-view="search-view"]');
+$ann->type('#search-form input[name=q]', '70691');
+$ann->js("document.getElementById('search-form').requestSubmit()");
+ok($ann->wait_for("document.querySelectorAll('#found-credits tbody tr').length > 0"),
+   'search by the login finds its credits');
+ok($ann->wait_for("/$wd/.test(document.querySelector('#found-withdrawals tbody').textContent)"),
+   '... and its withdrawal');
+ok($ann->screenshot("$shots/search-ann.png") > 1000, '(screenshots/search-ann.png)');
+
+$ann->click('nav a[data-view="recon"]');
+ok($ann->wait_for("!document.getElementById('recon').hidden"),
+   'the reconciliation runs');
+ok($ann->screenshot("$shots/recon-ann.png") > 1000, '(screenshots/recon-ann.png)');
+
+$rita->click('nav a[data-view="status-view"]');
+ok($rita->wait_for("document.querySelectorAll('#work tbody tr').length > 0"),
+   'rita: the status page');
+ok($rita->js("document.getElementById('pause-form').hidden"),
+   '... without the pause form');
+ok($rita->screenshot("$shots/status-rita.png") > 1000, '(screenshots/status-rita.png)');
 
 is($ann->js('document.title') . $ben->js('document.title'), $title x 2,
    'no planted script ran in any page');

@@ -203,12 +203,264 @@
         !(me && me.act) || k.status === "resolved";
       document.getElementById("propose-requeue").hidden =
         !(cr.status === "failed");
-      document.getElementById("queue").hidden = true;
-      document.getElementById("case").hidden = false;
+      show("case");
+    }).catch(problem);
+  }
+
+  // --- views ---------------------------------------------------------------
+
+  function show(view) {
+    document.querySelectorAll(".view").forEach(function (v) {
+      v.hidden = v.id !== view;
+    });
+    document.querySelectorAll("nav a").forEach(function (a) {
+      a.className = "tab" + (a.dataset.view === view ? " current" : "");
+    });
+  }
+
+  function row(table, values) {
+    var tr = document.createElement("tr");
+    values.forEach(function (v) { cell(tr, v); });
+    document.querySelector("#" + table + " tbody").appendChild(tr);
+    return tr;
+  }
+
+  function clear(table) {
+    document.querySelector("#" + table + " tbody").replaceChildren();
+  }
+
+  // --- withdrawals: a maker prepares, a checker approves what was signed ---
+
+  var wdCurrent = null;
+
+  function showWithdrawals() {
+    show("withdrawals");
+    api("withdrawals").then(function (rows) {
+      clear("wd-list");
+      rows.forEach(function (w) {
+        var tr = row("wd-list", [w.reference, w.status, w.client_id,
+          w.mt5_login, w.amount_minor + " " + w.currency, w.legs,
+          w.prepared_by, w.created_at]);
+        tr.className = "case";
+        tr.addEventListener("click", function () {
+          showWithdrawal(w.reference);
+        });
+      });
+    }).catch(problem);
+  }
+
+  function showWithdrawal(ref) {
+    wdCurrent = ref;
+    api("withdrawal?ref=" + encodeURIComponent(ref)).then(function (w) {
+      var dl = document.getElementById("wd-facts");
+      text(document.getElementById("wd-title"), "Withdrawal " + ref);
+      dl.replaceChildren();
+      fact(dl, "Status", w.status);
+      fact(dl, "Client", w.client_id);
+      fact(dl, "Account", w.mt5_login + " on " + w.mt5_server);
+      fact(dl, "Amount", w.amount_minor + " " + w.currency + " (minor units)");
+      fact(dl, "Destination", JSON.stringify(w.destination));
+      fact(dl, "Prepared by", w.prepared_by);
+      fact(dl, "Approved by", w.approved_by);
+      clear("wd-plan");
+      (w.plan || []).forEach(function (l) {
+        row("wd-plan", [l.leg, l.kind, l.provider, l.payment,
+          l.amount_minor + " " + l.currency, l.account_amount_minor,
+          l.fx_rate]);
+      });
+      text(document.getElementById("wd-digest"), w.prepared_digest);
+
+      var mine = w.prepared_by === (me && me.person);
+      document.getElementById("wd-actions").hidden =
+        !(me && me.act) || (w.status !== "requested" && w.status !== "prepared");
+      document.getElementById("wd-prepare").hidden = w.status !== "requested";
+      // the two-person rule: the database refuses it too
+      document.getElementById("wd-approve").hidden =
+        w.status !== "prepared" || mine;
+      document.getElementById("wd-waiting").hidden =
+        !(w.status === "prepared" && mine);
+      show("withdrawal");
+    }).catch(problem);
+  }
+
+  function wdAfter(promise) {
+    promise.then(function () {
+      document.getElementById("wd-note").value = "";
+      showWithdrawal(wdCurrent);
+    }).catch(problem);
+  }
+
+  // --- reconciliation ------------------------------------------------------------
+
+  function showRuns() {
+    show("recon");
+    api("recon_runs").then(function (runs) {
+      clear("runs");
+      runs.forEach(function (r) {
+        var c = r.counts || {};
+        var tr = row("runs", [r.id, r.business_day, r.provider, r.currency,
+          r.verdict + (r.reason ? ": " + r.reason : ""), c.matched,
+          c.mismatched, r.finished_at]);
+        tr.className = "case";
+        tr.addEventListener("click", function () { showRun(r.id); });
+      });
+    }).catch(problem);
+  }
+
+  function json(v) {
+    return v === null || v === undefined ? null : JSON.stringify(v);
+  }
+
+  function showRun(id) {
+    api("recon_run?id=" + encodeURIComponent(id)).then(function (run) {
+      var dl = document.getElementById("run-facts");
+      text(document.getElementById("run-title"), "Run " + id + ": " +
+           run.provider + " " + run.business_day + " " + run.currency);
+      dl.replaceChildren();
+      fact(dl, "Verdict", run.verdict + (run.reason ? ": " + run.reason : ""));
+      fact(dl, "Started", run.started_at + " by " + run.started_by);
+      fact(dl, "Finished", run.finished_at);
+      (run.counts || []).forEach(function (c) {
+        fact(dl, c.dimension + " " + c.name, c.n);
+      });
+      clear("run-items");
+      (run.items || []).forEach(function (i) {
+        var tr = row("run-items", [i.kind, i.severity, i.movement,
+          i.amount_minor === null ? null : i.amount_minor + " " + i.currency,
+          json(i.settlement), json(i.credit), json(i.deals)]);
+        var td = document.createElement("td");
+        td.appendChild(button("Case " + i.case_id, function () {
+          showCase(i.case_id);
+        }));
+        tr.appendChild(td);
+      });
+      clear("run-transit");
+      (run.in_transit_settlement || []).forEach(function (t) {
+        row("run-transit", ["settlement", t.since_day, t.age_days,
+          t.category + " " + t.provider_key,
+          t.amount_minor === undefined ? null
+            : t.amount_minor + " " + t.currency]);
+      });
+      (run.in_transit_credit || []).forEach(function (t) {
+        row("run-transit", ["credit", t.since_day, t.age_days,
+          t.movement + " " + t.reference + " " + t.status,
+          t.amount_minor + " " + t.currency]);
+      });
+      show("recon-run");
+    }).catch(problem);
+  }
+
+  // --- search ------------------------------------------------------------------
+
+  function search(q) {
+    api("search?q=" + encodeURIComponent(q)).then(function (r) {
+      clear("found-deposits");
+      clear("found-credits");
+      clear("found-withdrawals");
+      r.deposits.forEach(function (d) {
+        row("found-deposits", [d.reference, d.status, d.client_id,
+          d.mt5_login + " on " + d.mt5_server,
+          d.amount_minor + " " + d.currency, d.provider, d.created_at]);
+      });
+      r.credits.forEach(function (c) {
+        row("found-credits", [c.reference, c.kind, c.status,
+          c.mt5_login + " on " + c.mt5_server,
+          c.amount_minor + " " + c.currency, c.provider_payment_id,
+          c.mt5_deal_ticket, c.created_at]);
+      });
+      r.withdrawals.forEach(function (w) {
+        var tr = row("found-withdrawals", [w.reference, w.status,
+          w.client_id, w.mt5_login, w.amount_minor + " " + w.currency,
+          w.created_at]);
+        tr.className = "case";
+        tr.addEventListener("click", function () {
+          showWithdrawal(w.reference);
+        });
+      });
+    }).catch(problem);
+  }
+
+  // --- status and the kill switch ----------------------------------------------
+
+  function showStatus() {
+    show("status-view");
+    api("status").then(function (st) {
+      clear("work");
+      st.work.forEach(function (w) {
+        row("work", [w.metric, w.kind, w.status, w.value]);
+      });
+      clear("pauses");
+      st.pauses.forEach(function (p) {
+        var tr = row("pauses", [p.scope, p.target, p.paused_by, p.paused_at,
+          p.reason, p.held]);
+        var td = document.createElement("td");
+        if (me && me.act) {
+          td.appendChild(button("Resume", function () {
+            act({ action: "resume", scope: p.scope, target: p.target,
+                  note: "resumed from the console" })
+              .then(showStatus).catch(problem);
+          }));
+        }
+        tr.appendChild(td);
+      });
+      clear("reconciled");
+      st.reconciled.forEach(function (f) {
+        row("reconciled", [f.provider, f.currency, f.last_day,
+          f.last_run_verdict, f.last_run_seconds]);
+      });
+      document.getElementById("pause-form").hidden = !(me && me.act);
     }).catch(problem);
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("nav a").forEach(function (a) {
+      a.addEventListener("click", function (e) {
+        e.preventDefault();
+        var v = a.dataset.view;
+        if (v === "withdrawals") {
+          showWithdrawals();
+        } else if (v === "recon") {
+          showRuns();
+        } else if (v === "status-view") {
+          showStatus();
+        } else if (v === "queue") {
+          show("queue");
+          showCases();
+        } else {
+          show(v);
+        }
+      });
+    });
+
+    document.getElementById("search-form").addEventListener("submit",
+      function (e) {
+        e.preventDefault();
+        search(e.target.elements.q.value);
+      });
+
+    document.getElementById("pause-form").addEventListener("submit",
+      function (e) {
+        var f = e.target.elements;
+        e.preventDefault();
+        act({ action: "pause", scope: f.scope.value, target: f.target.value,
+              reason: f.reason.value }).then(showStatus).catch(problem);
+      });
+
+    document.getElementById("wd-prepare").addEventListener("click", function () {
+      wdAfter(act({ action: "withdrawal_prepare", withdrawal: wdCurrent,
+                    note: document.getElementById("wd-note").value }));
+    });
+    document.getElementById("wd-approve").addEventListener("click", function () {
+      // exactly the digest this page shows: what the approver saw
+      wdAfter(act({ action: "withdrawal_approve", withdrawal: wdCurrent,
+                    digest: document.getElementById("wd-digest").textContent,
+                    note: document.getElementById("wd-note").value }));
+    });
+    document.getElementById("wd-reject").addEventListener("click", function () {
+      wdAfter(act({ action: "withdrawal_reject", withdrawal: wdCurrent,
+                    note: document.getElementById("wd-note").value }));
+    });
+
     api("whoami").then(function (who) {
       me = who;
       text(document.getElementById("who"),
@@ -240,8 +492,7 @@
 
     document.getElementById("back").addEventListener("click", function (e) {
       e.preventDefault();
-      document.getElementById("case").hidden = true;
-      document.getElementById("queue").hidden = false;
+      show("queue");
     });
 
     showCases();
