@@ -125,8 +125,16 @@ static ngx_mt5_credit_console_err_t  ngx_mt5_credit_console_errors[] = {
 
 /* the endpoints' statements; each %V is a checked literal or NULL */
 static const char  ngx_mt5_credit_console_cases[] =
-    "SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.id DESC), '[]')::text "
-    "FROM mt5credit.case_list(%V, %V, NULL, %d) c";
+    "SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.priority, "
+    "c.opened_at), '[]')::text "
+    "FROM mt5credit.case_list(%V, %V, %V::integer * interval '1 minute', "
+    "%d) c WHERE (%V::text IS NULL OR c.severity = %V) "
+    "AND (%V::text IS NULL OR c.assigned_to = %V)";
+static const char  ngx_mt5_credit_console_events[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(e)), '[]')::text "
+    "FROM mt5credit.events_list(%V, %V, %V, NULL, %V, NULL, NULL, %V, %d) e";
+static const char  ngx_mt5_credit_console_event[] =
+    "SELECT mt5credit.event_show(%V::bigint)::text";
 static const char  ngx_mt5_credit_console_case[] =
     "SELECT mt5credit.case_show(%V::bigint)::text";
 static const char  ngx_mt5_credit_console_withdrawals[] =
@@ -299,7 +307,7 @@ ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
 {
     u_char     *p;
     size_t      len;
-    ngx_str_t   kind, status, id;
+    ngx_str_t   kind, status, id, severity, owner, age, type;
     u_char      token[NGX_MT5_CREDIT_CONSOLE_TOKEN];
 
     /* who, what they may, and the token their actions must carry */
@@ -320,19 +328,29 @@ ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
         return NGX_OK;
     }
 
+    /* the queue: by kind, status, severity, owner and age (minutes) */
     if (endpoint->len == 5 && ngx_strncmp(endpoint->data, "cases", 5) == 0) {
         if (ngx_mt5_credit_console_arg(r, "kind", "abcdefghijklmnopqrstuvwxyz_",
                                        40, &kind) != NGX_OK
             || ngx_mt5_credit_console_arg(r, "status",
                                           "abcdefghijklmnopqrstuvwxyz_", 40,
-                                          &status) != NGX_OK)
+                                          &status) != NGX_OK
+            || ngx_mt5_credit_console_arg(r, "severity",
+                                          "abcdefghijklmnopqrstuvwxyz", 16,
+                                          &severity) != NGX_OK
+            || ngx_mt5_credit_console_arg(r, "owner",
+                                          "abcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_.@-", 63, &owner)
+               != NGX_OK
+            || ngx_mt5_credit_console_arg(r, "age", "0123456789", 7, &age)
+               != NGX_OK)
         {
             return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
                                                 "bad_argument");
         }
 
         len = sizeof(ngx_mt5_credit_console_cases) + kind.len + status.len
-              + NGX_INT_T_LEN;
+              + age.len + 2 * severity.len + 2 * owner.len + NGX_INT_T_LEN;
 
         p = ngx_pnalloc(r->pool, len);
         if (p == NULL) {
@@ -341,9 +359,61 @@ ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
 
         select->data = p;
         p = ngx_sprintf(p, ngx_mt5_credit_console_cases, &kind, &status,
-                        NGX_MT5_CREDIT_CONSOLE_LIST);
+                        &age, NGX_MT5_CREDIT_CONSOLE_LIST, &severity,
+                        &severity, &owner, &owner);
         select->len = p - select->data;
         return NGX_OK;
+    }
+
+    /* the stored events, as mt5credit events list searches them */
+    if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "events", 6) == 0) {
+        if (ngx_mt5_credit_console_arg(r, "provider",
+                                       "abcdefghijklmnopqrstuvwxyz"
+                                       "0123456789_-", 32, &kind) != NGX_OK
+            || ngx_mt5_credit_console_arg(r, "type",
+                                          "abcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_.", 100, &type)
+               != NGX_OK
+            || ngx_mt5_credit_console_arg(r, "disposition",
+                                          "abcdefghijklmnopqrstuvwxyz_", 40,
+                                          &status) != NGX_OK
+            || ngx_mt5_credit_console_arg(r, "deposit",
+                                          "abcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_", 40, &owner)
+               != NGX_OK
+            || ngx_mt5_credit_console_arg(r, "request_id", "0123456789abcdef",
+                                          32, &age) != NGX_OK)
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        len = sizeof(ngx_mt5_credit_console_events) + kind.len + type.len
+              + status.len + owner.len + age.len + NGX_INT_T_LEN;
+
+        p = ngx_pnalloc(r->pool, len);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        select->data = p;
+        p = ngx_sprintf(p, ngx_mt5_credit_console_events, &kind, &type,
+                        &status, &owner, &age, NGX_MT5_CREDIT_CONSOLE_LIST);
+        select->len = p - select->data;
+        return NGX_OK;
+    }
+
+    if (endpoint->len == 5 && ngx_strncmp(endpoint->data, "event", 5) == 0) {
+        if (ngx_mt5_credit_console_arg(r, "id", "0123456789", 18, &id)
+            != NGX_OK
+            || id.data[0] != '\'')
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        return ngx_mt5_credit_console_select(r, select,
+                   ngx_mt5_credit_console_event, &id);
     }
 
     if (endpoint->len == 4 && ngx_strncmp(endpoint->data, "case", 4) == 0) {

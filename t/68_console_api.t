@@ -383,6 +383,42 @@ is($one->{items}[0]{settlement}{note}, '<b>bold</b>',
    '... each with its settlement record, as data');
 is(get('rita', 'api/recon_run?id=999999')->{status}, 404, '... no such run: 404');
 
+# --- the queue's filters -----------------------------------------------------------
+
+sub ids { join ',', map { $_->{id} } @{ $json->decode(get('ann', "api/cases?$_[0]")->{body}) } }
+is(ids('severity=high'), $case, 'the queue by severity: high has the case');
+is(ids('severity=low'), '', '... low has none');
+is(ids('owner=ann'), $case, '... by owner: ann\'s');
+is(ids('owner=ben'), '', '... not ben\'s');
+is(ids('age=100000'), '', '... older than 100,000 minutes: none');
+is(ids('age=0'), $case, '... older than 0: it');
+is(get('ann', 'api/cases?age=1h')->{status}, 400, '... an age that is not minutes: 400');
+
+# --- stored events, and their replay -----------------------------------------------
+
+my $events = $json->decode(get('rita', "api/events?deposit=$dep")->{body});
+is(scalar @$events, 1, "api/events by deposit: the payment's event (as a reader)");
+my $ev = $events->[0]{id};
+my $shown_ev = $json->decode(get('rita', "api/event?id=$ev")->{body});
+like($shown_ev->{raw_body}, qr/\Q$dep\E/, 'api/event: the bytes as received');
+like($shown_ev->{request_id}, qr/^[0-9a-f]{32}$/, '... with the edge\'s request id');
+is(scalar @{ $json->decode(get('rita', "api/events?request_id=$shown_ev->{request_id}")->{body}) },
+   1, 'api/events by that request id finds it');
+is(get('rita', 'api/events?request_id=xyz')->{status}, 400, '... a request id of another shape: 400');
+is(act('rita', { action => 'event_replay', event => $ev, reason => 'x' })->{status},
+   403, 'rita cannot replay');
+$r = act('ann', { action => 'event_replay', event => $ev,
+                  reason => 'checking the console' });
+is($r->{status}, 200, 'ann replays it') or diag $r->{body};
+is($json->decode($r->{body})->{outcome}, 'already_credited',
+   '... already credited: never a second credit');
+is($sb->sql1("SELECT replayed_by || ': ' || reason FROM "
+             . "mt5credit.webhook_event_replay WHERE event_id = $ev"),
+   'ann: checking the console', '... recorded with who and why');
+is($sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit WHERE deposit_id = "
+             . "(SELECT deposit_id FROM mt5credit.mt5_credit WHERE id = $credit)"),
+   1, '... and the deposit has its one credit');
+
 # a burst of actions is limited per person; reading is not
 my %seen;
 for (1 .. 40) {

@@ -265,6 +265,17 @@ ok($ann->wait_for("/$wd/.test(document.querySelector('#found-withdrawals tbody')
    '... and its withdrawal');
 ok($ann->screenshot("$shots/search-ann.png") > 1000, '(screenshots/search-ann.png)');
 
+$ann->click('nav a[data-view="events-view"]');
+ok($ann->wait_for("document.querySelectorAll('#event-list tbody tr.case').length > 0"),
+   'the stored events');
+$ann->click('#event-list tbody tr.case');
+ok($ann->wait_for("/checkout\\.session\\.completed/.test("
+                  . "document.getElementById('event-body').textContent)"),
+   '... one of them: its bytes as received, as text');
+ok(!$ann->js("document.getElementById('event-actions').hidden"),
+   '... and, for ann, its replay');
+ok($ann->screenshot("$shots/event-ann.png") > 1000, '(screenshots/event-ann.png)');
+
 $ann->click('nav a[data-view="recon"]');
 ok($ann->wait_for("!document.getElementById('recon').hidden"),
    'the reconciliation runs');

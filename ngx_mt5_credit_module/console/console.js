@@ -42,7 +42,7 @@
   function showCases() {
     var form = document.getElementById("filter");
     var q = [];
-    ["status", "kind"].forEach(function (k) {
+    ["status", "kind", "severity", "owner", "age"].forEach(function (k) {
       var v = form.elements[k].value;
       if (v) {
         q.push(k + "=" + encodeURIComponent(v));
@@ -290,6 +290,55 @@
     }).catch(problem);
   }
 
+  // --- events: the bytes as received, and their replays --------------------------
+
+  var eventCurrent = null;
+
+  function showEvents() {
+    var f = document.getElementById("events-form").elements;
+    var q = [];
+    ["provider", "disposition", "deposit", "request_id"].forEach(function (k) {
+      if (f[k].value) {
+        q.push(k + "=" + encodeURIComponent(f[k].value));
+      }
+    });
+    show("events-view");
+    api("events" + (q.length ? "?" + q.join("&") : "")).then(function (rows) {
+      clear("event-list");
+      rows.forEach(function (e) {
+        var tr = row("event-list", [e.id, e.provider, e.provider_event_id,
+          e.event_type, e.received_at, e.disposition, e.credit_id, e.replays,
+          e.detail]);
+        tr.className = "case";
+        tr.addEventListener("click", function () { showEvent(e.id); });
+      });
+    }).catch(problem);
+  }
+
+  function showEvent(id) {
+    eventCurrent = id;
+    api("event?id=" + encodeURIComponent(id)).then(function (e) {
+      var dl = document.getElementById("event-facts");
+      text(document.getElementById("event-title"), "Event " + id + ": " +
+           e.provider + " " + e.event_type);
+      dl.replaceChildren();
+      fact(dl, "Provider's id", e.provider_event_id);
+      fact(dl, "Signature", e.signature_scheme + ", signed at " + e.signed_at);
+      fact(dl, "Received", e.received_at + " (request " + e.request_id + ")");
+      fact(dl, "SHA-256", e.body_sha256);
+      fact(dl, "Disposition", e.disposition + (e.detail ? ": " + e.detail : ""));
+      fact(dl, "Credit", e.credit_id);
+      text(document.getElementById("event-body"), e.raw_body);
+      list(document.getElementById("event-replays"), e.replays || [],
+           function (r) {
+             return r.replayed_at + " by " + r.replayed_by + ": " + r.outcome +
+                    " (" + r.reason + ")";
+           });
+      document.getElementById("event-actions").hidden = !(me && me.act);
+      show("event");
+    }).catch(problem);
+  }
+
   // --- reconciliation ------------------------------------------------------------
 
   function showRuns() {
@@ -419,6 +468,8 @@
         var v = a.dataset.view;
         if (v === "withdrawals") {
           showWithdrawals();
+        } else if (v === "events-view") {
+          showEvents();
         } else if (v === "recon") {
           showRuns();
         } else if (v === "status-view") {
@@ -430,6 +481,18 @@
           show(v);
         }
       });
+    });
+
+    document.getElementById("events-form").addEventListener("submit",
+      function (e) {
+        e.preventDefault();
+        showEvents();
+      });
+
+    document.getElementById("replay").addEventListener("click", function () {
+      act({ action: "event_replay", event: eventCurrent,
+            reason: document.getElementById("replay-reason").value })
+        .then(function () { showEvent(eventCurrent); }).catch(problem);
     });
 
     document.getElementById("search-form").addEventListener("submit",
