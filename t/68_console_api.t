@@ -267,6 +267,29 @@ is(act('ann', undef, raw => "{\"action\":\"note\",\"note\":\"\x00\"}")
 is(act('ann', undef, raw => '{"note":"' . ('x' x 70000) . '"}')->{status},
    413, 'a body past 64 KiB: 413');
 
+# --- a correcting credit: an exact amount, from text ---------------------------------
+
+$r = act('ann', { action => 'propose', case => $case + 0,
+                  proposal_action => 'correcting_credit', amount => '1.25',
+                  note => 'x' });
+is($r->{status}, 409, 'a correction of a credit that is not done: refused');
+like($json->decode($r->{body})->{detail}, qr/settle this one first/, '... saying why');
+$sb->psql("SET session_replication_role = replica; UPDATE mt5credit.mt5_credit "
+          . "SET status = 'done', mt5_deal_ticket = 77001 WHERE id = $credit");
+$sb->psql("UPDATE mt5credit.case SET status = 'assigned' WHERE id = $case");
+$r = act('ann', { action => 'propose', case => $case + 0,
+                  proposal_action => 'correcting_credit',
+                  amount => '12345678.12', note => 'the fee was refunded',
+                  evidence => [ 'statement line 7' ] });
+is($r->{status}, 200, 'a correcting credit of 12345678.12 proposed') or diag $r->{body};
+is($sb->sql1("SELECT amount_minor || ' ' || currency || ' ' || evidence::text "
+             . "FROM mt5credit.money_proposal WHERE id = "
+             . $json->decode($r->{body})->{id}),
+   '1234567812 USD ["statement line 7"]',
+   '... stored as 1234567812 minor units, exactly, with its evidence');
+is(act('ann', { action => 'withdraw', proposal => $json->decode($r->{body})->{id},
+                note => 'not now' })->{status}, 200, '... and withdrawn');
+
 # --- withdrawals: prepared by one, approved by another with the digest ---------
 
 my $wd = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("

@@ -88,6 +88,26 @@ SQL
 my $case = $sb->sql1("SELECT id FROM mt5credit.case "
                      . "WHERE dedupe_key = 'console-browser-1'");
 
+# a reconciliation finding on the case, its settlement row carrying markup
+# as a settlement file's column would (a fixture: the job is t/60's)
+$sb->psql(<<"SQL");
+WITH r AS (
+    INSERT INTO mt5credit.recon_run (provider, business_day, time_zone,
+        currency, window_start, window_end, deal_window_end,
+        settlement_format, settlement_sha256, input_digest, verdict,
+        finished_at)
+    VALUES ('stripe', '2026-11-30', 'UTC', 'USD', '2026-11-30', '2026-12-01',
+        '2026-12-02', 'stripe', repeat('b', 64), 'fixture', 'breaks', now())
+    RETURNING id)
+INSERT INTO mt5credit.recon_item (run_id, kind, item_key, severity, movement,
+    amount_minor, currency, settlement, credit, case_id)
+SELECT r.id, 'credited_not_settled', 'pi_browser', 'high', 'payment', 3300,
+    'USD', jsonb_build_object('description',
+        '<script>document.title="owned"</script><img src=x onerror="document.title=1">'),
+    jsonb_build_object('reference', 'dep:$credit'), $case
+FROM r;
+SQL
+
 # another origin's page: a form post and a fetch to the console's API
 make_path($sb->dir . '/evil');
 $sb->write_file('evil/evil.html', <<"HTML");
@@ -134,6 +154,11 @@ like($ann->js("document.getElementById('case-facts').textContent"),
 is($ann->js("document.querySelectorAll('#case img, #case script').length"), 0,
    '... and is no element');
 is($ann->js('document.title'), $title, '... and never ran');
+like($ann->js("document.getElementById('case-recon').textContent"),
+     qr/<script>document\.title=\\"owned\\"<\/script><img src=x onerror=/,
+     '... the settlement record beside our credit, its markup as text');
+is($ann->js("document.querySelectorAll('#case-recon script, #case-recon img').length"),
+   0, '... never an element');
 
 $ann->type('#note', 'the account was enabled <script>document.title="owned"</script>');
 $ann->click('#propose-requeue');

@@ -74,6 +74,7 @@
 
   var me = null;       // who the console acts for (api/whoami)
   var current = null;  // the case shown
+  var currentCredit = null;
 
   // An action: a fresh token first (a restarted nginx made a new key),
   // then the JSON object, as the database's console_act() reads it.
@@ -119,9 +120,17 @@
     return document.getElementById("note").value;
   }
 
+  // the evidence box, one item a line, as the list the desk keeps
+  function evidence() {
+    return document.getElementById("evidence").value.split("\n")
+      .map(function (l) { return l.trim(); })
+      .filter(function (l) { return l.length > 0; });
+  }
+
   function after(promise) {
     promise.then(function () {
       document.getElementById("note").value = "";
+      document.getElementById("evidence").value = "";
       showCase(current);
     }).catch(problem);
   }
@@ -172,6 +181,7 @@
     api("case?id=" + encodeURIComponent(id)).then(function (c) {
       var k = c["case"] || {};
       var cr = c.credit || {};
+      currentCredit = cr.id === undefined ? null : cr.id;
       var dl = document.getElementById("case-facts");
       text(document.getElementById("case-title"),
            "Case " + id + ": " + k.kind);
@@ -197,12 +207,21 @@
            });
       showProposals(c.proposals || []);
       showEvents(c.events || []);
+      clear("case-recon");
+      (c.recon_items || []).forEach(function (i) {
+        row("case-recon", [i.kind + " (" + i.severity + ")",
+          json(i.settlement), json(i.credit), json(i.deals)]);
+      });
       text(document.getElementById("case-body"), JSON.stringify(c, null, 2));
 
       document.getElementById("actions").hidden =
         !(me && me.act) || k.status === "resolved";
       document.getElementById("propose-requeue").hidden =
         !(cr.status === "failed");
+      // a correction is of a credit that is done; a settlement of one
+      // whose outcome is unknown
+      document.getElementById("correction").hidden = cr.status !== "done";
+      document.getElementById("settle").hidden = cr.status !== "unknown";
       show("case");
     }).catch(problem);
   }
@@ -535,17 +554,42 @@
                   note: note() }));
     });
     document.getElementById("add-note").addEventListener("click", function () {
-      after(act({ action: "note", "case": current, note: note() }));
+      after(act({ action: "note", "case": current, note: note(),
+                  evidence: evidence() }));
     });
     document.getElementById("propose-requeue").addEventListener("click",
       function () {
         after(act({ action: "propose", "case": current,
-                    proposal_action: "requeue_credit", note: note() }));
+                    proposal_action: "requeue_credit", note: note(),
+                    evidence: evidence() }));
+      });
+    // amounts stay text: the database converts them exactly (sql/023)
+    ["credit", "debit"].forEach(function (d) {
+      document.getElementById("propose-" + d).addEventListener("click",
+        function () {
+          after(act({ action: "propose", "case": current,
+                      proposal_action: "correcting_" + d,
+                      amount: document.getElementById("amount").value,
+                      note: note(), evidence: evidence() }));
+        });
+    });
+    document.getElementById("propose-settle").addEventListener("click",
+      function () {
+        after(act({ action: "propose_settle_done", "case": current,
+                    credit: currentCredit,
+                    ticket: document.getElementById("ticket").value,
+                    note: note(), evidence: evidence() }));
+      });
+    document.getElementById("propose-settle-failed").addEventListener("click",
+      function () {
+        after(act({ action: "propose", "case": current,
+                    proposal_action: "settle_failed", note: note(),
+                    evidence: evidence() }));
       });
     document.getElementById("resolve").addEventListener("click", function () {
       after(act({ action: "resolve", "case": current,
                   resolution: document.getElementById("resolution").value,
-                  note: note() }));
+                  note: note(), evidence: evidence() }));
     });
 
     document.getElementById("filter").addEventListener("submit", function (e) {
