@@ -493,6 +493,15 @@ ngx_mt5_credit_merge_console(ngx_conf_t *cf, ngx_mt5_credit_loc_conf_t *prev,
         conf->console_line = prev->console_line;
     }
 
+    /* whichever came first in the block: one location, one purpose */
+    if (conf->provider.len != 0 || conf->status == 1) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"mt5_credit_console\" in %V:%ui cannot share a "
+                      "location with a webhook or the status",
+                      &conf->console_file, conf->console_line);
+        return NGX_CONF_ERROR;
+    }
+
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_mt5_credit_module);
 
     if (mcf->console_keywords == NULL) {

@@ -468,6 +468,24 @@ like($out, qr/"mt5_credit_console" in \S+:\d+ needs "mt5_credit_console_postgres
      '... naming the file and line and what it needs');
 
 $conf = $sb->nginx_conf(<<'HTTP');
+    mt5_credit_console_postgres "host=127.0.0.1 dbname=mt5credit user=web";
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /both/ { mt5_credit_status; mt5_credit_console; }
+        location /other/ { mt5_credit_console; mt5_credit_status; }
+    }
+HTTP
+($ok, $out) = $sb->nginx_test_config($conf);
+ok(!$ok, 'nginx -t: the console and the status in one location fail');
+like($out, qr/cannot share a location with a webhook or the status/,
+     '... whichever comes first');
+$conf =~ s!location /both/ [{][^}]*[}]!!;
+($ok, $out) = $sb->nginx_test_config($conf);
+ok(!$ok, '... also with the console first');
+like($out, qr/"mt5_credit_console" in \S+:\d+ cannot share a location/,
+     '... naming its file and line');
+
+$conf = $sb->nginx_conf(<<'HTTP');
     mt5_credit_console_postgres "host=db.example dbname=mt5credit user=web";
 HTTP
 ($ok, $out) = $sb->nginx_test_config($conf);
