@@ -14,6 +14,7 @@
 #include <libpq-fe.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 #include "ngx_mt5_credit_module.h"
 #include "ngx_mt5_credit_pg.h"
@@ -41,6 +42,9 @@ static char *ngx_mt5_credit_console_postgres(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_mt5_credit_console(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_mt5_credit_console_key_file(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static void ngx_mt5_credit_console_key_wipe(void *data);
 static char *ngx_mt5_credit_conninfo(ngx_conf_t *cf, ngx_str_t *value,
     const char *directive, const char *appname, const char ***keywords,
     const char ***values, ngx_str_t *options);
@@ -213,6 +217,13 @@ static ngx_command_t  ngx_mt5_credit_commands[] = {
     { ngx_string("mt5_credit_console_postgres"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_mt5_credit_console_postgres,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mt5_credit_console_key_file"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_mt5_credit_console_key_file,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -533,6 +544,106 @@ ngx_mt5_credit_merge_console(ngx_conf_t *cf, ngx_mt5_credit_loc_conf_t *prev,
 }
 
 
+/*
+ * mt5_credit_console_key_file: the key of the actions' tokens from a file
+ * every nginx host serving the console shares (at least 32 bytes; the key
+ * is their SHA-256), so a page's token holds on any of them.  Wiped from
+ * memory with the configuration.
+ */
+static char *
+ngx_mt5_credit_console_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_mt5_credit_main_conf_t *mcf = conf;
+
+    u_char              *buf, *end;
+    ssize_t              n;
+    ngx_fd_t             fd;
+    ngx_str_t           *value, path;
+    ngx_file_info_t      fi;
+    ngx_pool_cleanup_t  *cln;
+
+    if (mcf->console_key_set) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    path = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    fd = ngx_open_file(path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "mt5_credit_console_key_file \"%V\" cannot be "
+                           "opened", &path);
+        return NGX_CONF_ERROR;
+    }
+
+    buf = NULL;
+    n = -1;
+
+    if (ngx_fd_info(fd, &fi) != NGX_FILE_ERROR
+        && ngx_file_size(&fi) <= 4096)
+    {
+        buf = ngx_pnalloc(cf->temp_pool, (size_t) ngx_file_size(&fi) + 1);
+        if (buf != NULL) {
+            n = ngx_read_fd(fd, buf, (size_t) ngx_file_size(&fi));
+        }
+    }
+
+    ngx_close_file(fd);
+
+    if (buf == NULL || n < 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mt5_credit_console_key_file \"%V\" is not a "
+                           "readable file of at most 4096 bytes", &path);
+        return NGX_CONF_ERROR;
+    }
+
+    /* a trailing newline is not part of the key */
+    end = buf + n;
+    while (end > buf && (end[-1] == '\n' || end[-1] == '\r')) {
+        end--;
+    }
+
+    if (end - buf < 32) {
+        ngx_explicit_memzero(buf, n);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mt5_credit_console_key_file \"%V\" holds %z "
+                           "bytes: at least 32 are needed (head -c 48 "
+                           "/dev/urandom | base64 makes one)",
+                           &path, (size_t) (end - buf));
+        return NGX_CONF_ERROR;
+    }
+
+    (void) SHA256(buf, end - buf, mcf->console_key);
+    ngx_explicit_memzero(buf, n);
+    mcf->console_key_set = 1;
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_mt5_credit_console_key_wipe;
+    cln->data = mcf;
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_mt5_credit_console_key_wipe(void *data)
+{
+    ngx_mt5_credit_main_conf_t *mcf = data;
+
+    ngx_explicit_memzero(mcf->console_key, sizeof(mcf->console_key));
+}
+
+
 /* mt5_credit_console: where it is, for the errors found while merging */
 static char *
 ngx_mt5_credit_console(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -744,8 +855,11 @@ ngx_mt5_credit_console_postgres(ngx_conf_t *cf, ngx_command_t *cmd,
         return "is duplicate";
     }
 
-    /* the key of the actions' tokens: made here, so every worker has it */
-    if (RAND_bytes(mcf->console_key, sizeof(mcf->console_key)) != 1) {
+    /* the key of the actions' tokens: made here, so every worker has it;
+       mt5_credit_console_key_file, read later, replaces it */
+    if (!mcf->console_key_set
+        && RAND_bytes(mcf->console_key, sizeof(mcf->console_key)) != 1)
+    {
         return "could not make the console's key";
     }
 

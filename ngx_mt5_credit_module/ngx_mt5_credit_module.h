@@ -171,6 +171,7 @@ typedef struct {
     ngx_mt5_credit_pg_conf_t      console_pg;
     ngx_mt5_credit_pg_pool_t     *console_pool;
     u_char                        console_key[32]; /* the actions' tokens */
+    ngx_flag_t                    console_key_set; /* from a key file */
     ngx_mt5_credit_redis_t       *redis;
 
     /* where the first mt5_credit_webhook is, for error messages */

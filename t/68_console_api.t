@@ -30,6 +30,8 @@ use strict;
 use warnings;
 
 use JSON::PP;
+use Digest::SHA qw(hmac_sha256_hex sha256);
+use File::Temp qw(tempdir);
 use MIME::Base64 qw(encode_base64);
 use Test::More;
 
@@ -39,9 +41,17 @@ use Mt5Credit::Stack;
 my $ROOT = $Mt5Credit::Sandbox::ROOT;
 my $json = JSON::PP->new;
 
+# the key every host serving the console shares (mt5_credit_console_key_file)
+my $keydir = tempdir('mt5credit-key-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+my $KEY = 'a console key of forty-eight bytes, shared by all';
+open my $kf, '>', "$keydir/console.key" or die $!;
+print $kf "$KEY\n";
+close $kf;
+
 my $st = Mt5Credit::Stack->new(
     nginx_http => 'mt5_credit_console_postgres "host=127.0.0.1 '
                 . 'port=%%PGPORT%% dbname=mt5credit user=web";'
+                . "mt5_credit_console_key_file $keydir/console.key;"
                 # actions limited per person, as the shipped example does
                 . 'map $request_method $console_action {
                        POST $remote_user; default ""; }
@@ -198,6 +208,9 @@ ok(@refused >= 2, 'each refusal is logged with the database\'s reason');
 
 my $me = $json->decode(get('ann', 'api/whoami')->{body});
 like($me->{csrf}, qr/^[0-9a-f]{32}$/, 'api/whoami gives the token actions carry');
+is($me->{csrf}, substr(hmac_sha256_hex('ann', sha256($KEY)), 0, 32),
+   '... HMAC-SHA256 of the person under the key file\'s SHA-256: any host '
+   . 'with the file makes the same');
 isnt($json->decode(get('ben', 'api/whoami')->{body})->{csrf}, $me->{csrf},
      '... each person their own');
 
@@ -484,6 +497,21 @@ $conf =~ s!location /both/ [{][^}]*[}]!!;
 ok(!$ok, '... also with the console first');
 like($out, qr/"mt5_credit_console" in \S+:\d+ cannot share a location/,
      '... naming its file and line');
+
+$sb->write_file('short.key', "too short\n");
+$conf = $sb->nginx_conf(<<'HTTP');
+    mt5_credit_console_key_file %%DIR%%/short.key;
+HTTP
+($ok, $out) = $sb->nginx_test_config($conf);
+ok(!$ok, 'nginx -t: a console key file of 9 bytes fails');
+like($out, qr/mt5_credit_console_key_file "\S+short\.key" holds 9 bytes: at least 32/,
+     '... saying how many it holds and needs');
+$conf = $sb->nginx_conf(<<'HTTP');
+    mt5_credit_console_key_file %%DIR%%/nowhere.key;
+HTTP
+($ok, $out) = $sb->nginx_test_config($conf);
+like($out, qr/mt5_credit_console_key_file "\S+nowhere\.key" cannot be opened/,
+     '... and a missing one, naming it');
 
 $conf = $sb->nginx_conf(<<'HTTP');
     mt5_credit_console_postgres "host=db.example dbname=mt5credit user=web";
