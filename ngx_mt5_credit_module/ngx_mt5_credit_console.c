@@ -56,6 +56,7 @@
 typedef struct {
     ngx_mt5_credit_pg_op_t        op;
     ngx_http_request_t           *request;
+    unsigned                      report:1;   /* an HTML download */
 } ngx_mt5_credit_console_ctx_t;
 
 
@@ -63,7 +64,7 @@ static ngx_int_t ngx_mt5_credit_console_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_mt5_credit_console_person(ngx_http_request_t *r,
     ngx_str_t *who);
 static ngx_int_t ngx_mt5_credit_console_start(ngx_http_request_t *r,
-    ngx_str_t *who, ngx_str_t *select, ngx_uint_t held);
+    ngx_str_t *who, ngx_str_t *select, ngx_uint_t held, ngx_uint_t report);
 static ngx_int_t ngx_mt5_credit_console_query(ngx_http_request_t *r,
     ngx_str_t *endpoint, ngx_str_t *who, ngx_str_t *select);
 static ngx_int_t ngx_mt5_credit_console_post(ngx_http_request_t *r,
@@ -90,6 +91,8 @@ static ngx_int_t ngx_mt5_credit_console_error(ngx_http_request_t *r,
     ngx_uint_t status, const char *error);
 static ngx_int_t ngx_mt5_credit_console_refused(ngx_http_request_t *r,
     const char *message);
+static ngx_int_t ngx_mt5_credit_console_report(ngx_http_request_t *r,
+    u_char *html, size_t len);
 static ngx_int_t ngx_mt5_credit_console_header(ngx_http_request_t *r,
     const char *key, const char *value);
 static ngx_int_t ngx_mt5_credit_console_header_filter(ngx_http_request_t *r);
@@ -119,6 +122,8 @@ static ngx_mt5_credit_console_err_t  ngx_mt5_credit_console_errors[] = {
     /* an argument of the wrong type, or a JSON body that is not JSON */
     { "22P02", NGX_HTTP_BAD_REQUEST, "bad_argument" },
     { "22003", NGX_HTTP_BAD_REQUEST, "bad_argument" },
+    { "22007", NGX_HTTP_BAD_REQUEST, "bad_argument" },
+    { "22008", NGX_HTTP_BAD_REQUEST, "bad_argument" },
     { NULL, 0, NULL }
 };
 
@@ -151,7 +156,9 @@ static const char  ngx_mt5_credit_console_status[] =
     "'pauses', (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') "
     "FROM mt5credit.pause_list(false) p), "
     "'reconciled', (SELECT coalesce(jsonb_agg(to_jsonb(f)), '[]') "
-    "FROM mt5credit.recon_freshness() f))::text";
+    "FROM mt5credit.recon_freshness() f), "
+    "'backfills', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') "
+    "FROM mt5credit.backfill_requests_list() b))::text";
 static const char  ngx_mt5_credit_console_recon_runs[] =
     "SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY x.business_day DESC, "
     "x.id DESC), '[]')::text FROM (SELECT r.id, r.provider, r.business_day, "
@@ -171,6 +178,9 @@ static const char  ngx_mt5_credit_console_recon_run[] =
     "'in_transit_credit', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') "
     "FROM mt5credit.recon_transit_credit t WHERE t.run_id = r.id)) "
     "FROM mt5credit.recon_run r WHERE r.id = %V::bigint)::text";
+static const char  ngx_mt5_credit_console_recon_report[] =
+    "SELECT (SELECT html FROM mt5credit.recon_report "
+    "WHERE run_id = %V::bigint)";
 static const char  ngx_mt5_credit_console_act_sql[] =
     "SELECT mt5credit.console_act(%*s%V%*s::jsonb)::text";
 static const char  ngx_mt5_credit_console_whoami[] =
@@ -272,7 +282,9 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    return ngx_mt5_credit_console_start(r, &who, &select, 0);
+    return ngx_mt5_credit_console_start(r, &who, &select, 0,
+               endpoint.len == 12
+               && ngx_strncmp(endpoint.data, "recon_report", 12) == 0);
 }
 
 
@@ -515,6 +527,22 @@ ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
                    ngx_mt5_credit_console_recon_run, &id);
     }
 
+    /* a run's HTML report, as the job wrote it (sql/058), to download */
+    if (endpoint->len == 12
+        && ngx_strncmp(endpoint->data, "recon_report", 12) == 0)
+    {
+        if (ngx_mt5_credit_console_arg(r, "id", "0123456789", 18, &id)
+            != NGX_OK
+            || id.data[0] != '\'')
+        {
+            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
+                                                "bad_argument");
+        }
+
+        return ngx_mt5_credit_console_select(r, select,
+                   ngx_mt5_credit_console_recon_report, &id);
+    }
+
     if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "status", 6) == 0) {
         ngx_str_set(select, ngx_mt5_credit_console_status);
         return NGX_OK;
@@ -624,10 +652,11 @@ ngx_mt5_credit_console_person_ok(ngx_str_t *who)
 /*
  * The statement on the console's pool, as the person.  held: the body
  * reading holds the request until the answer; else it is held here.
+ * report: the one value is an HTML report to download, not JSON.
  */
 static ngx_int_t
 ngx_mt5_credit_console_start(ngx_http_request_t *r, ngx_str_t *who,
-    ngx_str_t *select, ngx_uint_t held)
+    ngx_str_t *select, ngx_uint_t held, ngx_uint_t report)
 {
     u_char                        *p;
     size_t                         len;
@@ -664,6 +693,7 @@ ngx_mt5_credit_console_start(ngx_http_request_t *r, ngx_str_t *who,
     *p = '\0';
 
     ctx->request = r;
+    ctx->report = report ? 1 : 0;
     ctx->op.handler = ngx_mt5_credit_console_done;
     ctx->op.data = ctx;
     ctx->op.log = r->connection->log;
@@ -740,6 +770,12 @@ ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
         }
 
         ngx_memcpy(json, PQgetvalue(res, 0, 0), len);
+
+        if (ctx->report) {
+            status = ngx_mt5_credit_console_report(r, json, len);
+            break;
+        }
+
         status = ngx_mt5_credit_console_send(r, NGX_HTTP_OK, json, len);
         break;
 
@@ -869,6 +905,62 @@ ngx_mt5_credit_console_error(ngx_http_request_t *r, ngx_uint_t status,
     p = ngx_sprintf(json, "{\"error\":\"%s\"}", error);
 
     return ngx_mt5_credit_console_send(r, status, json, p - json);
+}
+
+
+/*
+ * A report is the job's own self-contained HTML, with its inline style:
+ * handed over as a file to save and open, never rendered in the
+ * console's origin (and the policy would refuse its style anyway).
+ */
+static ngx_int_t
+ngx_mt5_credit_console_report(ngx_http_request_t *r, u_char *html,
+    size_t len)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
+    r->headers_out.content_type_len = sizeof("text/html") - 1;
+
+    if (ngx_mt5_credit_console_header(r, "Cache-Control", "no-store")
+        != NGX_OK
+        || ngx_mt5_credit_console_header(r, "Content-Disposition",
+                                         "attachment; "
+                                         "filename=\"recon-report.html\"")
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (r->method == NGX_HTTP_HEAD) {
+        r->header_only = 1;
+        return ngx_http_send_header(r);
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = html;
+    b->last = html + len;
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK) {
+        return rc;
+    }
+
+    return ngx_http_output_filter(r, &out);
 }
 
 
@@ -1144,7 +1236,7 @@ ngx_mt5_credit_console_act(ngx_http_request_t *r, ngx_str_t *who,
     p = ngx_sprintf(p, ngx_mt5_credit_console_act_sql, n, tag, body, n, tag);
     select.len = p - select.data;
 
-    return ngx_mt5_credit_console_start(r, who, &select, 1);
+    return ngx_mt5_credit_console_start(r, who, &select, 1, 0);
 }
 
 

@@ -21,6 +21,7 @@ use strict;
 use warnings;
 
 use POSIX qw(strftime);
+use Digest::SHA qw(sha256_hex);
 use Test::More;
 
 use lib 't/lib';
@@ -400,6 +401,21 @@ close $fh;
 is(scalar(@csv) - 1, $sb->sql1("SELECT count(*) FROM mt5credit.recon_item "
                                . "WHERE run_id = $run2"),
    '... one line per item');
+
+# the same bytes kept in the database for the console (sql/058)
+{
+    open my $hf, '<:raw', $html or die "$html: $!";
+    local $/;
+    my $bytes = <$hf>;
+    close $hf;
+    is($sb->sql1("SELECT html_sha256 FROM mt5credit.recon_report "
+                 . "WHERE run_id = $run2"), sha256_hex($bytes),
+       'the HTML report is kept in the database, byte for byte (for the console)');
+    is($sb->sql1("SELECT stored_by FROM mt5credit.recon_report "
+                 . "WHERE run_id = $run2"), 'recon', '... by the job\'s login');
+    like($sb->psql("DELETE FROM mt5credit.recon_report WHERE run_id = $run2",
+                   may_fail => 1), qr/ERROR/, '... and never deleted');
+}
 
 SKIP: {
     skip 'chromium is not installed', 8 unless Mt5Credit::Browser::available();

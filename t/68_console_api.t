@@ -383,6 +383,23 @@ is(act('ann', { action => 'resume', scope => 'server', target => 'live1',
 is_deeply($json->decode(get('ann', 'api/status')->{body})->{pauses}, [],
           '... nothing paused again');
 
+# a backfill from further back, for the next run of mt5credit backfill
+is(act('rita', { action => 'backfill', provider => 'stripe',
+                 since => '2026-11-30T08:00:00Z', reason => 'x' })->{status},
+   403, 'rita cannot ask for a backfill');
+my $since = $sb->sql1("SELECT to_char((now() - interval '2 hours') AT TIME "
+                      . "ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')");
+$r = act('ann', { action => 'backfill', provider => 'stripe', since => $since,
+                  reason => 'Stripe could not reach us' });
+is($r->{status}, 200, 'ann asks for one from two hours back') or diag $r->{body};
+is(join(' ', map { "$_->{provider} $_->{requested_by}: $_->{reason}" }
+        @{ $json->decode(get('rita', 'api/status')->{body})->{backfills} }),
+   'stripe ann: Stripe could not reach us',
+   '... the status page shows it, waiting for the next run (t/73 runs it)');
+is(act('ann', { action => 'backfill', provider => 'stripe',
+                since => 'yesterday-ish', reason => 'x' })->{status}, 400,
+   '... a time that is not one: 400');
+
 # --- reconciliation: the runs and their findings ----------------------------------
 
 # a finished run with one break, as the job leaves it (a fixture: the job
@@ -418,6 +435,17 @@ is(join(' ', map { "$_->{kind} $_->{item_key}" } @{ $one->{items} }),
 is($one->{items}[0]{settlement}{note}, '<b>bold</b>',
    '... each with its settlement record, as data');
 is(get('rita', 'api/recon_run?id=999999')->{status}, 404, '... no such run: 404');
+
+# its HTML report, as the job keeps it (sql/058; t/60 stores a real one)
+my $report = "<!doctype html><title>run $run</title><style>p{}</style><p>report</p>";
+$sb->psql("SELECT mt5credit.recon_report_store($run, \$\$$report\$\$)");
+$r = get('rita', "api/recon_report?id=$run");
+is($r->{status}, 200, 'api/recon_report: the run\'s HTML report');
+is($r->{body}, $report, '... its bytes as the job wrote them');
+like($r->{headers}{'content-disposition'}, qr/^attachment;/,
+     '... handed over as a file, never rendered in the console\'s origin');
+like($r->{headers}{'content-type'}, qr{^text/html}, '... of its type');
+is(get('rita', 'api/recon_report?id=999999')->{status}, 404, '... no report: 404');
 
 # --- the queue's filters -----------------------------------------------------------
 

@@ -14,6 +14,9 @@
 #     complete; an answer that is another event than the one asked for
 #     stored
 #   - anyone but the query role feeding events
+#   - a person's backfill request from further back than the timer's
+#     window not honoured by the next run, honoured twice, or taken by a
+#     role other than the query's; a request past Stripe's 30 days
 
 use strict;
 use warnings;
@@ -178,6 +181,46 @@ faults();
 ($rc, $out) = backfill();
 is($rc, 0, 'with the right answer, the next run') or diag $out;
 is(count_kind('deposit'), 21, '... credits it');
+
+# --- a person asks for more than the timer's window (sql/059) ------------------
+
+my $dep22 = $sb->create_deposit(client => 'alice', login => 70701,
+                                amount => 10000, key => 'backfill-22');
+(my $early = stripe_event(deposit => $dep22, amount => 10000,
+                          pi => 'pi_backfill_22'))
+    =~ s/"created": \d+/'"created": ' . (time - 5 * 3600)/e;
+event($early, lose => 1);
+($rc, $out) = backfill();
+is(count_kind('deposit'), 21,
+   'a payment lost five hours ago: the timer\'s run (--since 1h) does not reach it');
+like($sb->psql("SELECT mt5credit.backfill_request_add('stripe', now() - "
+               . "interval '40 days', 'too far')", user => 'ops_alice',
+               may_fail => 1, raw => 1),
+     qr/a backfill reads from a time in the last 30 days/,
+     'a request past Stripe\'s 30 days is refused');
+my $req = $sb->sql1("SELECT mt5credit.backfill_request_add('stripe', now() - "
+                    . "interval '6 hours', 'Stripe could not reach us this "
+                    . "morning')", user => 'ops_alice');
+ok($req, "an operator asks for a backfill from six hours back (request $req)");
+like($sb->psql("SELECT * FROM mt5credit.backfill_requests_take('stripe')",
+               user => 'worker', may_fail => 1, raw => 1),
+     qr/permission denied/, '... which the worker may not take');
+($rc, $out) = backfill();
+is($rc, 0, 'the next run') or diag $out;
+is(count_kind('deposit'), 22, '... reads from the request\'s time, and credits it');
+is($sb->sql1("SELECT requested_by || ' ' || taken_by || ' ' || "
+             . "(finished_at IS NOT NULL)::text FROM mt5credit.backfill_request "
+             . "WHERE id = $req"), 'ops_alice query true',
+   '... the request finished, by the query role, asked by ops_alice');
+like($sb->sql1("SELECT outcome FROM mt5credit.backfill_request WHERE id = $req"),
+     qr/\d+ listed; 1 ingested/, '... with what it found');
+($rc, $out) = backfill();
+is(count_kind('deposit'), 22, 'a further run: nothing again');
+is($sb->sql1("SELECT count(*) FROM mt5credit.backfill_request WHERE "
+             . "finished_at IS NULL"), 0, '... and no request open');
+like($sb->psql("UPDATE mt5credit.backfill_request SET since = now() "
+               . "WHERE id = $req", may_fail => 1),
+     qr/never change/, 'what was asked cannot be rewritten');
 
 like($sb->psql("SELECT * FROM mt5credit.backfill_event('stripe', 'evt_x', "
                . "'{\"id\": \"evt_x\", \"object\": \"event\", \"data\": "

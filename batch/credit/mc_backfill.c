@@ -41,6 +41,10 @@ typedef struct {
 
     /* what became of them */
     unsigned      ingested, stored, refused, failed;
+
+    /* the people's requests this run took (sql/059): "{1,2}" */
+    char          requests[1024];
+    unsigned      nrequests;
 } mc_backfill_t;
 
 
@@ -49,6 +53,8 @@ static int mc_backfill_list(mc_backfill_t *b, int64_t since,
 static int mc_backfill_page(mc_backfill_t *b, const char *path,
     char *last, size_t lastlen, int *more);
 static void mc_backfill_one(mc_backfill_t *b, const char *id);
+static int mc_backfill_take(mc_backfill_t *b, int64_t *since);
+static void mc_backfill_done(mc_backfill_t *b, int complete);
 
 
 int
@@ -90,11 +96,22 @@ mc_backfill_run(mc_config_t *cfg, const char *provider, int64_t since,
         return 1;
     }
 
+    /* a person may have asked for more than the timer's window (059) */
+    if (mc_backfill_take(&b, &since) != 0) {
+        free(b.ids);
+        PQfinish(b.conn);
+        mc_papi_close(&b.api);
+        return 1;
+    }
+
     complete = mc_backfill_list(&b, since, stop) == 0;
 
     for (i = 0; i < b.nids && !*stop; i++) {
         mc_backfill_one(&b, b.ids[i]);
     }
+
+    mc_backfill_done(&b, complete && b.failed == 0 && b.refused == 0
+                         && !*stop);
 
     mc_log(MC_LOG_INFO, "backfill %s: %zu undelivered events listed%s: %u "
            "ingested, %u already stored, %u refused, %u not fetched",
@@ -275,6 +292,97 @@ mc_backfill_one(mc_backfill_t *b, const char *id)
         mc_log(MC_LOG_INFO, "backfill %s: event %s: %s (credit %s)%s%s",
                b->provider, id, outcome, PQgetvalue(res, 0, 1),
                PQgetvalue(res, 0, 2)[0] ? ": " : "", PQgetvalue(res, 0, 2));
+    }
+
+    PQclear(res);
+}
+
+
+/*
+ * The open requests of this provider, taken for this run: the list is
+ * read from the earliest of them when that is before since.  -1: the
+ * database did not answer (nothing is read then: a request would be
+ * silently narrower than asked).
+ */
+static int
+mc_backfill_take(mc_backfill_t *b, int64_t *since)
+{
+    int          i, n;
+    size_t       len;
+    int64_t      t;
+    PGresult    *res;
+    const char  *params[1] = { b->provider };
+
+    res = PQexecParams(b->conn, "SELECT id, extract(epoch FROM since)"
+                       "::bigint FROM mt5credit.backfill_requests_take($1) "
+                       "ORDER BY id LIMIT 100", 1, NULL, params, NULL, NULL,
+                       0);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        mc_log(MC_LOG_ERROR, "backfill %s: the requests: %s", b->provider,
+               PQresultErrorMessage(res));
+        PQclear(res);
+        return -1;
+    }
+
+    n = PQntuples(res);
+    len = (size_t) snprintf(b->requests, sizeof(b->requests), "{");
+
+    for (i = 0; i < n && len + 24 < sizeof(b->requests); i++) {
+        len += (size_t) snprintf(b->requests + len, sizeof(b->requests) - len,
+                                 "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
+        t = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+
+        if (t < *since) {
+            *since = t;
+        }
+        b->nrequests++;
+    }
+
+    snprintf(b->requests + len, sizeof(b->requests) - len, "}");
+
+    if (n > 0) {
+        mc_log(MC_LOG_INFO, "backfill %s: %d requests taken %s, reading "
+               "from %" PRId64, b->provider, n, b->requests, *since);
+    }
+
+    PQclear(res);
+    return 0;
+}
+
+
+/* the requests taken: finished with what the run found, or given back */
+static void
+mc_backfill_done(mc_backfill_t *b, int complete)
+{
+    char         outcome[256];
+    PGresult    *res;
+    const char  *params[3];
+
+    if (b->nrequests == 0) {
+        return;
+    }
+
+    snprintf(outcome, sizeof(outcome), "%zu listed; %u ingested, %u already "
+             "stored, %u refused, %u not fetched", b->nids, b->ingested,
+             b->stored, b->refused, b->failed);
+
+    params[0] = b->requests;
+    params[1] = complete ? "true" : "false";
+    params[2] = outcome;
+
+    res = PQexecParams(b->conn, "SELECT mt5credit.backfill_requests_done("
+                       "$1::bigint[], $2::boolean, $3)", 3, NULL, params,
+                       NULL, NULL, 0);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        mc_log(MC_LOG_ERROR, "backfill %s: requests %s: %s", b->provider,
+               b->requests, PQresultErrorMessage(res));
+
+    } else {
+        mc_log(MC_LOG_INFO, "backfill %s: requests %s %s", b->provider,
+               b->requests, complete ? "finished" : "given back for the "
+               "next run (the list was not complete)");
     }
 
     PQclear(res);

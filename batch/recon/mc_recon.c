@@ -81,6 +81,8 @@ static int mc_recon_sha256(const char *path, char *hex, char *err,
     size_t errlen);
 static PGresult *mc_recon_exec(mc_recon_t *r, const char *sql, int n,
     const char *const *params);
+static int mc_recon_keep_report(mc_recon_t *r, const char *run,
+    const char *path, char *err, size_t errlen);
 static int mc_recon_digits(mc_recon_t *r);
 static int mc_recon_begin(mc_recon_t *r);
 static int mc_recon_copy_settlement(mc_recon_t *r);
@@ -222,7 +224,7 @@ mc_recon_sha256(const char *path, char *hex, char *err, size_t errlen)
 
     f = fopen(path, "rb");
     if (f == NULL) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "%.900s: %s", path, strerror(errno));
         return -1;
     }
 
@@ -239,7 +241,7 @@ mc_recon_sha256(const char *path, char *hex, char *err, size_t errlen)
     }
 
     if (ferror(f)) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "%.900s: %s", path, strerror(errno));
         EVP_MD_CTX_free(ctx);
         fclose(f);
         return -1;
@@ -262,6 +264,66 @@ mc_recon_exec(mc_recon_t *r, const char *sql, int n,
     const char *const *params)
 {
     return PQexecParams(r->conn, sql, n, NULL, params, NULL, NULL, 0);
+}
+
+
+/* the report file just written, read back whole and stored (sql/058) */
+static int
+mc_recon_keep_report(mc_recon_t *r, const char *run, const char *path,
+    char *err, size_t errlen)
+{
+    int          rc;
+    long         size;
+    char        *html;
+    FILE        *f;
+    PGresult    *res;
+    const char  *params[2];
+
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%.900s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    html = NULL;
+    size = -1;
+
+    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0
+        && fseek(f, 0, SEEK_SET) == 0)
+    {
+        html = malloc((size_t) size + 1);
+    }
+
+    if (html == NULL || fread(html, 1, (size_t) size, f) != (size_t) size) {
+        snprintf(err, errlen, "%.900s: %s", path,
+                 html == NULL ? "out of memory" : "short read");
+        free(html);
+        fclose(f);
+        return -1;
+    }
+
+    fclose(f);
+    html[size] = '\0';
+
+    if (memchr(html, '\0', (size_t) size) != NULL) {
+        snprintf(err, errlen, "%.900s holds a NUL byte", path);
+        free(html);
+        return -1;
+    }
+
+    params[0] = run;
+    params[1] = html;
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_report_store($1, $2)", 2,
+                        params);
+    rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
+
+    if (rc != 0) {
+        snprintf(err, errlen, "%s", PQresultErrorMessage(res));
+    }
+
+    PQclear(res);
+    free(html);
+    return rc;
 }
 
 
@@ -1154,6 +1216,13 @@ mc_recon_outputs(mc_recon_t *r, int64_t run_id, const char *verdict,
 
     } else {
         printf("  report: %s\n  report: %s\n", csv, html);
+
+        /* the same bytes for the console (sql/058), kept once per run */
+        if (mc_recon_keep_report(r, run, html, perr, sizeof(perr)) != 0) {
+            fprintf(stderr, "mt5credit: reconcile: run %s: report not kept "
+                    "in the database: %s\n", run, perr);
+            rc = MC_RECON_FAILED;
+        }
     }
 
     fflush(stdout);

@@ -385,6 +385,8 @@
       text(document.getElementById("run-title"), "Run " + id + ": " +
            run.provider + " " + run.business_day + " " + run.currency);
       dl.replaceChildren();
+      document.getElementById("run-report").href =
+        "api/recon_report?id=" + encodeURIComponent(id);
       fact(dl, "Verdict", run.verdict + (run.reason ? ": " + run.reason : ""));
       fact(dl, "Started", run.started_at + " by " + run.started_by);
       fact(dl, "Finished", run.finished_at);
@@ -471,6 +473,12 @@
         }
         tr.appendChild(td);
       });
+      clear("backfills");
+      (st.backfills || []).forEach(function (b) {
+        row("backfills", [b.id, b.provider, b.since, b.requested_by,
+          b.reason, b.finished_at, b.outcome]);
+      });
+      document.getElementById("backfill-form").hidden = !(me && me.act);
       clear("reconciled");
       st.reconciled.forEach(function (f) {
         row("reconciled", [f.provider, f.currency, f.last_day,
@@ -518,6 +526,15 @@
       function (e) {
         e.preventDefault();
         search(e.target.elements.q.value);
+      });
+
+    document.getElementById("backfill-form").addEventListener("submit",
+      function (e) {
+        var f = e.target.elements;
+        e.preventDefault();
+        act({ action: "backfill", provider: f.provider.value,
+              since: f.since.value, reason: f.reason.value })
+          .then(showStatus).catch(problem);
       });
 
     document.getElementById("pause-form").addEventListener("submit",
