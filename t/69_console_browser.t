@@ -12,8 +12,9 @@
 #   - a cross-site page acting with a person's credentials: a form post and
 #     a fetch from another origin, carrying ann's Authorization, change
 #     nothing
-#   - a planted script running: markup in a case's details and in a note
-#     is shown as text, never run
+#   - a planted script running: markup in a case's details, in a note and
+#     in a settlement file reconciled by mt5credit reconcile is shown as
+#     text, never run
 #   - a withdrawal approved by who prepared it, or without the approver
 #     seeing what is signed: ann prepares and is shown "waiting"; ben is
 #     shown the plan and the digest, and approves exactly that
@@ -25,11 +26,14 @@ use warnings;
 
 use File::Path qw(make_path);
 use MIME::Base64 qw(encode_base64);
+use POSIX qw(strftime);
 use Test::More;
 
 use lib 't/lib';
 use Mt5Credit::Browser;
+use Mt5Credit::Settlement;
 use Mt5Credit::Stack;
+use Mt5Credit::Worker;
 
 plan skip_all => 'no chromium' unless Mt5Credit::Browser::available();
 
@@ -278,6 +282,47 @@ ok($ben->wait_for("/approved/.test(document.getElementById('wd-facts').textConte
 is($sb->sql1("SELECT status || ' ' || prepared_by || ' ' || approved_by FROM "
              . "mt5credit.withdrawal WHERE reference = '$wd'"),
    'approved ann ben', '... two people, in the database');
+
+# --- a settlement file with markup in it, through mt5credit reconcile ----------
+
+my $rconf = Mt5Credit::Worker::config($sb, 'recon',
+    servers => [ [ 'live1', $st->sim, recon_groups => 'real\\usd' ] ],
+    recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
+                      . ' dbname=mt5credit user=recon"',
+    recon_out => $sb->dir, recon_match_window => 0);
+# (at most 63 bytes: the column's limit, which reconcile enforces)
+my $planted_file = '<script>document.title=1</script><img src=x onerror=x()>';
+my @settled = ({ id => 'txn_browser_1', category => 'charge',
+                 source => 'ch_browser_1', pi => 'pi_browser_lost',
+                 gross => 4400, fee => 0, at => time,
+                 deposit => $planted_file });
+my $sfile = $sb->write_file('settlement.csv',
+                            Mt5Credit::Settlement::stripe_csv(\@settled));
+my $cfile = $sb->write_file('control.csv',
+                            Mt5Credit::Settlement::control_csv(\@settled));
+my ($rrc, $rout) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $rconf,
+    '--provider', 'stripe', '--day', strftime('%Y-%m-%d', gmtime),
+    '--tz', 'UTC', '--currency', 'USD', '--format', 'stripe',
+    '--settlement', $sfile, '--control', $cfile);
+like($rout, qr/^run \d+: breaks/m, 'a settlement file whose row carries markup, '
+     . 'reconciled: a break') or diag $rout;
+
+$ann->click('nav a[data-view="recon"]');
+ok($ann->wait_for("document.querySelectorAll('#runs tbody tr.case').length >= 2"),
+   'the reconciliation runs, that one among them');
+$ann->click('#runs tbody tr.case');
+ok($ann->wait_for("/settled_not_credited/.test("
+                  . "document.querySelector('#run-items tbody').textContent)"),
+   '... its findings: the row settled and never credited');
+like($ann->js("document.querySelector('#run-items tbody').textContent"),
+     qr/\Q$planted_file\E/, '... the file\'s markup shown as text');
+is($ann->js("document.querySelectorAll('#run-items script, #run-items img').length"),
+   0, '... never an element');
+is($ann->js('document.title'), $title, '... never run');
+like($ann->js("document.getElementById('run-report').getAttribute('href')"),
+     qr/^api\/recon_report\?id=\d+$/, '... and its HTML report to download');
+ok($ann->screenshot("$shots/recon-run-ann.png") > 1000,
+   '(screenshots/recon-run-ann.png)');
 
 # --- the other pages: search, reconciliation, status ---------------------------
 
