@@ -31,6 +31,7 @@ use Test::More;
 
 use lib 't/lib';
 use Mt5Credit::Browser;
+use Mt5Credit::Provider;
 use Mt5Credit::Settlement;
 use Mt5Credit::Stack;
 use Mt5Credit::Worker;
@@ -76,7 +77,16 @@ GRANT ann, ben, rita TO web;
 SQL
 
 # a failed credit with its case; its details carry planted markup
-my $credit = $st->pay(login => 70691, amount => 3300);
+# the payment's webhook carries markup in its own bytes (a description)
+my $dep = $sb->create_deposit(client => 'alice', login => 70691,
+                              amount => 3300);
+(my $body = Mt5Credit::Provider::stripe_event(deposit => $dep, amount => 3300,
+                                              pi => 'pi_browser_1'))
+    =~ s/"mode": "payment"/"mode": "payment", "description": "<script>document.title='owned'<\/script>"/
+    or die 'no place for the description';
+my $res = $st->webhook($body);
+die "webhook: $res->{status}" unless $res->{status} == 200;
+my ($credit) = $res->{body} =~ /"credit":(\d+)/;
 $sb->psql(<<"SQL");
 BEGIN;
 UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
@@ -158,6 +168,9 @@ like($ann->js("document.getElementById('case-facts').textContent"),
 is($ann->js("document.querySelectorAll('#case img, #case script').length"), 0,
    '... and is no element');
 is($ann->js('document.title'), $title, '... and never ran');
+like($ann->js("document.getElementById('events').textContent"),
+     qr/"description": "<script>document\.title='owned'<\/script>"/,
+     '... the webhook\'s bytes, its planted markup as text');
 like($ann->js("document.getElementById('case-recon').textContent"),
      qr/<script>document\.title=\\"owned\\"<\/script><img src=x onerror=/,
      '... the settlement record beside our credit, its markup as text');

@@ -313,7 +313,7 @@
 
   var eventCurrent = null;
 
-  function showEvents() {
+  function showEventList() {
     var f = document.getElementById("events-form").elements;
     var q = [];
     ["provider", "disposition", "deposit", "request_id"].forEach(function (k) {
@@ -496,7 +496,7 @@
         if (v === "withdrawals") {
           showWithdrawals();
         } else if (v === "events-view") {
-          showEvents();
+          showEventList();
         } else if (v === "recon") {
           showRuns();
         } else if (v === "status-view") {
@@ -513,7 +513,7 @@
     document.getElementById("events-form").addEventListener("submit",
       function (e) {
         e.preventDefault();
-        showEvents();
+        showEventList();
       });
 
     document.getElementById("replay").addEventListener("click", function () {
