@@ -48,7 +48,6 @@
 
 
 #define NGX_MT5_CREDIT_CONSOLE_TIMEOUT  10000    /* ms, statement_timeout */
-#define NGX_MT5_CREDIT_CONSOLE_LIST     500      /* rows of a list */
 #define NGX_MT5_CREDIT_CONSOLE_TOKEN    32       /* hex digits */
 #define NGX_MT5_CREDIT_CONSOLE_BODY     65536    /* an action's JSON */
 
@@ -66,7 +65,8 @@ static ngx_int_t ngx_mt5_credit_console_person(ngx_http_request_t *r,
 static ngx_int_t ngx_mt5_credit_console_start(ngx_http_request_t *r,
     ngx_str_t *who, ngx_str_t *select, ngx_uint_t held, ngx_uint_t report);
 static ngx_int_t ngx_mt5_credit_console_query(ngx_http_request_t *r,
-    ngx_str_t *endpoint, ngx_str_t *who, ngx_str_t *select);
+    ngx_str_t *endpoint, ngx_str_t *who, ngx_str_t *select,
+    ngx_uint_t *report);
 static ngx_int_t ngx_mt5_credit_console_post(ngx_http_request_t *r,
     ngx_str_t *who);
 static ngx_uint_t ngx_mt5_credit_console_same_origin(ngx_http_request_t *r);
@@ -77,8 +77,6 @@ static ngx_int_t ngx_mt5_credit_console_act(ngx_http_request_t *r,
     ngx_str_t *who, ngx_str_t *body);
 static void ngx_mt5_credit_console_token(ngx_http_request_t *r,
     ngx_str_t *who, u_char *token);
-static ngx_int_t ngx_mt5_credit_console_select(ngx_http_request_t *r,
-    ngx_str_t *select, const char *fmt, ngx_str_t *literal);
 static ngx_int_t ngx_mt5_credit_console_arg(ngx_http_request_t *r,
     const char *name, const char *allowed, size_t max, ngx_str_t *literal);
 static ngx_uint_t ngx_mt5_credit_console_person_ok(ngx_str_t *who);
@@ -129,58 +127,136 @@ static ngx_mt5_credit_console_err_t  ngx_mt5_credit_console_errors[] = {
 
 
 /* the endpoints' statements; each %V is a checked literal or NULL */
-static const char  ngx_mt5_credit_console_cases[] =
-    "SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.priority, "
-    "c.opened_at), '[]')::text "
-    "FROM mt5credit.case_list(%V, %V, %V::integer * interval '1 minute', "
-    "%d) c WHERE (%V::text IS NULL OR c.severity = %V) "
-    "AND (%V::text IS NULL OR c.assigned_to = %V)";
-static const char  ngx_mt5_credit_console_events[] =
-    "SELECT coalesce(jsonb_agg(to_jsonb(e)), '[]')::text "
-    "FROM mt5credit.events_list(%V, %V, %V, NULL, %V, NULL, NULL, %V, %d) e";
-static const char  ngx_mt5_credit_console_event[] =
-    "SELECT mt5credit.event_show(%V::bigint)::text";
-static const char  ngx_mt5_credit_console_case[] =
-    "SELECT mt5credit.case_show(%V::bigint)::text";
-static const char  ngx_mt5_credit_console_withdrawals[] =
-    "SELECT coalesce(jsonb_agg(to_jsonb(q)), '[]')::text "
-    "FROM mt5credit.withdrawal_queue(%V, 500) q";
-static const char  ngx_mt5_credit_console_withdrawal[] =
-    "SELECT mt5credit.withdrawal_show(%V)::text";
-static const char  ngx_mt5_credit_console_search[] =
-    "SELECT mt5credit.console_search(%V)::text";
-static const char  ngx_mt5_credit_console_status[] =
-    "SELECT jsonb_build_object("
-    "'work', (SELECT coalesce(jsonb_agg(to_jsonb(w)), '[]') "
-    "FROM mt5credit.work_status() w), "
-    "'pauses', (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') "
-    "FROM mt5credit.pause_list(false) p), "
-    "'reconciled', (SELECT coalesce(jsonb_agg(to_jsonb(f)), '[]') "
-    "FROM mt5credit.recon_freshness() f), "
-    "'backfills', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') "
-    "FROM mt5credit.backfill_requests_list() b))::text";
-static const char  ngx_mt5_credit_console_recon_runs[] =
-    "SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY x.business_day DESC, "
-    "x.id DESC), '[]')::text FROM (SELECT r.id, r.provider, r.business_day, "
-    "r.currency, r.verdict, r.reason, r.started_by, r.started_at, "
-    "r.finished_at, (SELECT jsonb_object_agg(c.name, c.n) FROM "
-    "mt5credit.recon_count c WHERE c.run_id = r.id AND c.dimension = "
-    "'summary') AS counts FROM mt5credit.recon_run r WHERE %V::text IS NULL "
-    "OR r.provider = %V ORDER BY r.business_day DESC, r.id DESC LIMIT 500) x";
-static const char  ngx_mt5_credit_console_recon_run[] =
-    "SELECT (SELECT to_jsonb(r) || jsonb_build_object("
-    "'counts', (SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') "
-    "FROM mt5credit.recon_count c WHERE c.run_id = r.id), "
-    "'items', (SELECT coalesce(jsonb_agg(to_jsonb(i) ORDER BY i.id), '[]') "
-    "FROM mt5credit.recon_item i WHERE i.run_id = r.id), "
-    "'in_transit_settlement', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') "
-    "FROM mt5credit.recon_transit_settlement t WHERE t.run_id = r.id), "
-    "'in_transit_credit', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') "
-    "FROM mt5credit.recon_transit_credit t WHERE t.run_id = r.id)) "
-    "FROM mt5credit.recon_run r WHERE r.id = %V::bigint)::text";
-static const char  ngx_mt5_credit_console_recon_report[] =
-    "SELECT (SELECT html FROM mt5credit.recon_report "
-    "WHERE run_id = %V::bigint)";
+/*
+ * The reading endpoints: each a statement whose %V are its arguments'
+ * literals, in the order listed, each once ('value' or NULL, checked
+ * against its characters and length first; a required one may not be
+ * NULL).  api/whoami is apart: its statement carries the person's token.
+ */
+
+#define NGX_MT5_CREDIT_CONSOLE_ARGS  5
+
+#define NGX_MT5_CREDIT_LOWER   "abcdefghijklmnopqrstuvwxyz"
+#define NGX_MT5_CREDIT_DIGITS  "0123456789"
+
+typedef struct {
+    const char                      *name;
+    const char                      *allowed;
+    size_t                           max;
+    ngx_uint_t                       required;
+} ngx_mt5_credit_console_param_t;
+
+typedef struct {
+    ngx_str_t                        name;
+    const char                      *sql;
+    ngx_mt5_credit_console_param_t   args[NGX_MT5_CREDIT_CONSOLE_ARGS];
+    ngx_uint_t                       report;    /* an HTML download */
+} ngx_mt5_credit_console_endpoint_t;
+
+
+#define NGX_MT5_CREDIT_CONSOLE_ID  { "id", NGX_MT5_CREDIT_DIGITS, 18, 1 }
+
+static ngx_mt5_credit_console_endpoint_t  ngx_mt5_credit_console_endpoints[] = {
+
+    /* the queue: by kind, status, age (minutes), severity and owner */
+    { ngx_string("cases"),
+      "SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.priority, "
+      "c.opened_at), '[]')::text "
+      "FROM mt5credit.case_list(%V, %V, %V::integer * interval '1 minute', "
+      "500) c WHERE c.severity = coalesce(%V, c.severity) "
+      "AND c.assigned_to IS NOT DISTINCT FROM coalesce(%V, c.assigned_to)",
+      { { "kind", NGX_MT5_CREDIT_LOWER "_", 40, 0 },
+        { "status", NGX_MT5_CREDIT_LOWER "_", 40, 0 },
+        { "age", NGX_MT5_CREDIT_DIGITS, 7, 0 },
+        { "severity", NGX_MT5_CREDIT_LOWER, 16, 0 },
+        { "owner", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_.@-", 63,
+          0 } }, 0 },
+
+    { ngx_string("case"),
+      "SELECT mt5credit.case_show(%V::bigint)::text",
+      { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
+
+    /* the stored events, as mt5credit events list searches them */
+    { ngx_string("events"),
+      "SELECT coalesce(jsonb_agg(to_jsonb(e)), '[]')::text "
+      "FROM mt5credit.events_list(%V, %V, %V, NULL, %V, NULL, NULL, %V, "
+      "500) e",
+      { { "provider", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_-", 32,
+          0 },
+        { "type", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_.", 100, 0 },
+        { "disposition", NGX_MT5_CREDIT_LOWER "_", 40, 0 },
+        { "deposit", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_", 40, 0 },
+        { "request_id", NGX_MT5_CREDIT_DIGITS "abcdef", 32, 0 } }, 0 },
+
+    { ngx_string("event"),
+      "SELECT mt5credit.event_show(%V::bigint)::text",
+      { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
+
+    { ngx_string("withdrawals"),
+      "SELECT coalesce(jsonb_agg(to_jsonb(q)), '[]')::text "
+      "FROM mt5credit.withdrawal_queue(%V, 500) q",
+      { { "status", NGX_MT5_CREDIT_LOWER "_", 40, 0 } }, 0 },
+
+    { ngx_string("withdrawal"),
+      "SELECT mt5credit.withdrawal_show(%V)::text",
+      { { "ref", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_", 40, 1 } },
+      0 },
+
+    /* what people search by: references, clients, logins, payment ids */
+    { ngx_string("search"),
+      "SELECT mt5credit.console_search(%V)::text",
+      { { "q", NGX_MT5_CREDIT_LOWER "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+               NGX_MT5_CREDIT_DIGITS "_.:@-", 128, 1 } }, 0 },
+
+    /* reconciliation: the runs, newest day first; one run's findings */
+    { ngx_string("recon_runs"),
+      "SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY x.business_day DESC, "
+      "x.id DESC), '[]')::text FROM (SELECT r.id, r.provider, "
+      "r.business_day, r.currency, r.verdict, r.reason, r.started_by, "
+      "r.started_at, r.finished_at, (SELECT jsonb_object_agg(c.name, c.n) "
+      "FROM mt5credit.recon_count c WHERE c.run_id = r.id AND c.dimension = "
+      "'summary') AS counts FROM mt5credit.recon_run r "
+      "WHERE r.provider = coalesce(%V, r.provider) "
+      "ORDER BY r.business_day DESC, r.id DESC LIMIT 500) x",
+      { { "provider", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_-", 32,
+          0 } }, 0 },
+
+    { ngx_string("recon_run"),
+      "SELECT (SELECT to_jsonb(r) || jsonb_build_object("
+      "'counts', (SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') "
+      "FROM mt5credit.recon_count c WHERE c.run_id = r.id), "
+      "'items', (SELECT coalesce(jsonb_agg(to_jsonb(i) ORDER BY i.id), "
+      "'[]') FROM mt5credit.recon_item i WHERE i.run_id = r.id), "
+      "'in_transit_settlement', (SELECT coalesce(jsonb_agg(to_jsonb(t)), "
+      "'[]') FROM mt5credit.recon_transit_settlement t "
+      "WHERE t.run_id = r.id), "
+      "'in_transit_credit', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') "
+      "FROM mt5credit.recon_transit_credit t WHERE t.run_id = r.id)) "
+      "FROM mt5credit.recon_run r WHERE r.id = %V::bigint)::text",
+      { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
+
+    /* a run's HTML report, as the job wrote it (sql/058), to download */
+    { ngx_string("recon_report"),
+      "SELECT (SELECT html FROM mt5credit.recon_report "
+      "WHERE run_id = %V::bigint)",
+      { NGX_MT5_CREDIT_CONSOLE_ID }, 1 },
+
+    { ngx_string("status"),
+      "SELECT jsonb_build_object("
+      "'work', (SELECT coalesce(jsonb_agg(to_jsonb(w)), '[]') "
+      "FROM mt5credit.work_status() w), "
+      "'pauses', (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') "
+      "FROM mt5credit.pause_list(false) p), "
+      "'reconciled', (SELECT coalesce(jsonb_agg(to_jsonb(f)), '[]') "
+      "FROM mt5credit.recon_freshness() f), "
+      "'backfills', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') "
+      "FROM mt5credit.backfill_requests_list() b))::text",
+      { { NULL, NULL, 0, 0 } }, 0 },
+
+    { ngx_null_string, NULL, { { NULL, NULL, 0, 0 } }, 0 }
+};
+
+
 static const char  ngx_mt5_credit_console_act_sql[] =
     "SELECT mt5credit.console_act(%*s%V%*s::jsonb)::text";
 static const char  ngx_mt5_credit_console_whoami[] =
@@ -223,6 +299,7 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
 {
     ngx_int_t                    rc;
     ngx_str_t                    rest, endpoint, select, who;
+    ngx_uint_t                   report;
     ngx_http_core_loc_conf_t    *clcf;
     ngx_mt5_credit_loc_conf_t   *lcf;
 
@@ -277,14 +354,12 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
         return ngx_mt5_credit_console_post(r, &who);
     }
 
-    rc = ngx_mt5_credit_console_query(r, &endpoint, &who, &select);
+    rc = ngx_mt5_credit_console_query(r, &endpoint, &who, &select, &report);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    return ngx_mt5_credit_console_start(r, &who, &select, 0,
-               endpoint.len == 12
-               && ngx_strncmp(endpoint.data, "recon_report", 12) == 0);
+    return ngx_mt5_credit_console_start(r, &who, &select, 0, report);
 }
 
 
@@ -312,15 +387,23 @@ ngx_mt5_credit_console_person(ngx_http_request_t *r, ngx_str_t *who)
 }
 
 
-/* the statement an endpoint asks for, its arguments checked */
+/*
+ * The statement an endpoint asks for, its arguments checked; *report: it
+ * answers an HTML report to download.
+ */
 static ngx_int_t
 ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
-    ngx_str_t *who, ngx_str_t *select)
+    ngx_str_t *who, ngx_str_t *select, ngx_uint_t *report)
 {
-    u_char     *p;
-    size_t      len;
-    ngx_str_t   kind, status, id, severity, owner, age, type;
-    u_char      token[NGX_MT5_CREDIT_CONSOLE_TOKEN];
+    u_char                             *p;
+    size_t                              len;
+    ngx_str_t                           v[NGX_MT5_CREDIT_CONSOLE_ARGS];
+    ngx_uint_t                          i;
+    ngx_mt5_credit_console_param_t     *a;
+    ngx_mt5_credit_console_endpoint_t  *e;
+    u_char                              token[NGX_MT5_CREDIT_CONSOLE_TOKEN];
+
+    *report = 0;
 
     /* who, what they may, and the token their actions must carry */
     if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "whoami", 6) == 0) {
@@ -340,235 +423,51 @@ ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
         return NGX_OK;
     }
 
-    /* the queue: by kind, status, severity, owner and age (minutes) */
-    if (endpoint->len == 5 && ngx_strncmp(endpoint->data, "cases", 5) == 0) {
-        if (ngx_mt5_credit_console_arg(r, "kind", "abcdefghijklmnopqrstuvwxyz_",
-                                       40, &kind) != NGX_OK
-            || ngx_mt5_credit_console_arg(r, "status",
-                                          "abcdefghijklmnopqrstuvwxyz_", 40,
-                                          &status) != NGX_OK
-            || ngx_mt5_credit_console_arg(r, "severity",
-                                          "abcdefghijklmnopqrstuvwxyz", 16,
-                                          &severity) != NGX_OK
-            || ngx_mt5_credit_console_arg(r, "owner",
-                                          "abcdefghijklmnopqrstuvwxyz"
-                                          "0123456789_.@-", 63, &owner)
-               != NGX_OK
-            || ngx_mt5_credit_console_arg(r, "age", "0123456789", 7, &age)
-               != NGX_OK)
+    for (e = ngx_mt5_credit_console_endpoints; e->sql; e++) {
+        if (e->name.len == endpoint->len
+            && ngx_strncmp(e->name.data, endpoint->data, endpoint->len) == 0)
         {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
+            break;
         }
-
-        len = sizeof(ngx_mt5_credit_console_cases) + kind.len + status.len
-              + age.len + 2 * severity.len + 2 * owner.len + NGX_INT_T_LEN;
-
-        p = ngx_pnalloc(r->pool, len);
-        if (p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        select->data = p;
-        p = ngx_sprintf(p, ngx_mt5_credit_console_cases, &kind, &status,
-                        &age, NGX_MT5_CREDIT_CONSOLE_LIST, &severity,
-                        &severity, &owner, &owner);
-        select->len = p - select->data;
-        return NGX_OK;
     }
 
-    /* the stored events, as mt5credit events list searches them */
-    if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "events", 6) == 0) {
-        if (ngx_mt5_credit_console_arg(r, "provider",
-                                       "abcdefghijklmnopqrstuvwxyz"
-                                       "0123456789_-", 32, &kind) != NGX_OK
-            || ngx_mt5_credit_console_arg(r, "type",
-                                          "abcdefghijklmnopqrstuvwxyz"
-                                          "0123456789_.", 100, &type)
-               != NGX_OK
-            || ngx_mt5_credit_console_arg(r, "disposition",
-                                          "abcdefghijklmnopqrstuvwxyz_", 40,
-                                          &status) != NGX_OK
-            || ngx_mt5_credit_console_arg(r, "deposit",
-                                          "abcdefghijklmnopqrstuvwxyz"
-                                          "0123456789_", 40, &owner)
-               != NGX_OK
-            || ngx_mt5_credit_console_arg(r, "request_id", "0123456789abcdef",
-                                          32, &age) != NGX_OK)
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
-        }
-
-        len = sizeof(ngx_mt5_credit_console_events) + kind.len + type.len
-              + status.len + owner.len + age.len + NGX_INT_T_LEN;
-
-        p = ngx_pnalloc(r->pool, len);
-        if (p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        select->data = p;
-        p = ngx_sprintf(p, ngx_mt5_credit_console_events, &kind, &type,
-                        &status, &owner, &age, NGX_MT5_CREDIT_CONSOLE_LIST);
-        select->len = p - select->data;
-        return NGX_OK;
+    if (e->sql == NULL) {
+        return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_FOUND,
+                                            "no_such_endpoint");
     }
 
-    if (endpoint->len == 5 && ngx_strncmp(endpoint->data, "event", 5) == 0) {
-        if (ngx_mt5_credit_console_arg(r, "id", "0123456789", 18, &id)
+    len = ngx_strlen(e->sql) + 1;
+
+    for (i = 0; i < NGX_MT5_CREDIT_CONSOLE_ARGS; i++) {
+        a = &e->args[i];
+        ngx_str_set(&v[i], "NULL");
+
+        if (a->name == NULL) {
+            continue;
+        }
+
+        if (ngx_mt5_credit_console_arg(r, a->name, a->allowed, a->max, &v[i])
             != NGX_OK
-            || id.data[0] != '\'')
+            || (a->required && v[i].data[0] != '\''))
         {
             return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
                                                 "bad_argument");
         }
 
-        return ngx_mt5_credit_console_select(r, select,
-                   ngx_mt5_credit_console_event, &id);
+        len += v[i].len;
     }
 
-    if (endpoint->len == 4 && ngx_strncmp(endpoint->data, "case", 4) == 0) {
-        if (ngx_mt5_credit_console_arg(r, "id", "0123456789", 18, &id)
-            != NGX_OK
-            || id.data[0] != '\'')
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
-        }
-
-        len = sizeof(ngx_mt5_credit_console_case) + id.len;
-
-        p = ngx_pnalloc(r->pool, len);
-        if (p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        select->data = p;
-        p = ngx_sprintf(p, ngx_mt5_credit_console_case, &id);
-        select->len = p - select->data;
-        return NGX_OK;
-    }
-
-    if (endpoint->len == 11
-        && ngx_strncmp(endpoint->data, "withdrawals", 11) == 0)
-    {
-        if (ngx_mt5_credit_console_arg(r, "status",
-                                       "abcdefghijklmnopqrstuvwxyz_", 40,
-                                       &status) != NGX_OK)
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
-        }
-
-        return ngx_mt5_credit_console_select(r, select,
-                   ngx_mt5_credit_console_withdrawals, &status);
-    }
-
-    if (endpoint->len == 10
-        && ngx_strncmp(endpoint->data, "withdrawal", 10) == 0)
-    {
-        if (ngx_mt5_credit_console_arg(r, "ref", "abcdefghijklmnopqrstuvwxyz"
-                                       "0123456789_", 40, &id) != NGX_OK
-            || id.data[0] != '\'')
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
-        }
-
-        return ngx_mt5_credit_console_select(r, select,
-                   ngx_mt5_credit_console_withdrawal, &id);
-    }
-
-    /* what people search by: references, clients, logins, payment ids */
-    if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "search", 6) == 0) {
-        if (ngx_mt5_credit_console_arg(r, "q", "abcdefghijklmnopqrstuvwxyz"
-                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                       "0123456789_.:@-", 128, &id)
-            != NGX_OK
-            || id.data[0] != '\'')
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
-        }
-
-        return ngx_mt5_credit_console_select(r, select,
-                   ngx_mt5_credit_console_search, &id);
-    }
-
-    /* reconciliation: the runs, newest day first; one run's findings */
-    if (endpoint->len == 10
-        && ngx_strncmp(endpoint->data, "recon_runs", 10) == 0)
-    {
-        if (ngx_mt5_credit_console_arg(r, "provider",
-                                       "abcdefghijklmnopqrstuvwxyz"
-                                       "0123456789_-", 32, &kind) != NGX_OK)
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
-        }
-
-        return ngx_mt5_credit_console_select(r, select,
-                   ngx_mt5_credit_console_recon_runs, &kind);
-    }
-
-    if (endpoint->len == 9
-        && ngx_strncmp(endpoint->data, "recon_run", 9) == 0)
-    {
-        if (ngx_mt5_credit_console_arg(r, "id", "0123456789", 18, &id)
-            != NGX_OK
-            || id.data[0] != '\'')
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
-        }
-
-        return ngx_mt5_credit_console_select(r, select,
-                   ngx_mt5_credit_console_recon_run, &id);
-    }
-
-    /* a run's HTML report, as the job wrote it (sql/058), to download */
-    if (endpoint->len == 12
-        && ngx_strncmp(endpoint->data, "recon_report", 12) == 0)
-    {
-        if (ngx_mt5_credit_console_arg(r, "id", "0123456789", 18, &id)
-            != NGX_OK
-            || id.data[0] != '\'')
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
-        }
-
-        return ngx_mt5_credit_console_select(r, select,
-                   ngx_mt5_credit_console_recon_report, &id);
-    }
-
-    if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "status", 6) == 0) {
-        ngx_str_set(select, ngx_mt5_credit_console_status);
-        return NGX_OK;
-    }
-
-    return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_FOUND,
-                                        "no_such_endpoint");
-}
-
-
-/* select: fmt with its checked literal, at each of its (one or two) %V */
-static ngx_int_t
-ngx_mt5_credit_console_select(ngx_http_request_t *r, ngx_str_t *select,
-    const char *fmt, ngx_str_t *literal)
-{
-    u_char  *p;
-
-    p = ngx_pnalloc(r->pool, ngx_strlen(fmt) + 2 * literal->len + 1);
+    p = ngx_pnalloc(r->pool, len);
     if (p == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* a format names its literal once, or twice (recon_runs) */
+    /* a statement reads as many of the five as it names, in order */
     select->data = p;
-    p = ngx_sprintf(p, fmt, literal, literal);
+    p = ngx_sprintf(p, e->sql, &v[0], &v[1], &v[2], &v[3], &v[4]);
     select->len = p - select->data;
+
+    *report = e->report;
 
     return NGX_OK;
 }

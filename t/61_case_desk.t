@@ -42,18 +42,7 @@ sub as {
 
 # a credit the worker failed, with its case (as the worker would leave it)
 my $credit = $st->pay(login => 70201, amount => 2500);
-$sb->psql(<<"SQL");
-BEGIN;
-UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
-    claimed_at = now(), claimed_by = 'fixture',
-    lease_expires_at = now() + interval '1 minute' WHERE id = $credit;
-UPDATE mt5credit.mt5_credit SET status = 'failed' WHERE id = $credit;
-SELECT mt5credit.open_case('mt5_rejected', 'high', 'desk-test-1',
-                           '{"retcode": 10019}', $credit);
-COMMIT;
-SQL
-my $case = $sb->sql1("SELECT id FROM mt5credit.case "
-                     . "WHERE dedupe_key = 'desk-test-1'");
+my $case = $st->failed_with_case($credit, 'desk-test-1');
 
 # --- reading ----------------------------------------------------------
 

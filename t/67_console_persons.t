@@ -44,18 +44,7 @@ sub as_person {
 
 # a failed credit with its case, as the worker leaves it
 my $credit = $st->pay(login => 70671, amount => 1800);
-$sb->psql(<<"SQL");
-BEGIN;
-UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
-    claimed_at = now(), claimed_by = 'fixture',
-    lease_expires_at = now() + interval '1 minute' WHERE id = $credit;
-UPDATE mt5credit.mt5_credit SET status = 'failed' WHERE id = $credit;
-SELECT mt5credit.open_case('mt5_rejected', 'high', 'console-test-1',
-                           '{"retcode": 10019}', $credit);
-COMMIT;
-SQL
-my $case = $sb->sql1("SELECT id FROM mt5credit.case "
-                     . "WHERE dedupe_key = 'console-test-1'");
+my $case = $st->failed_with_case($credit, 'console-test-1');
 
 # --- the console's login by itself ----------------------------------------
 

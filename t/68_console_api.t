@@ -87,18 +87,7 @@ GRANT ann, ben, rita, bot TO web;
 SQL
 
 my $credit = $st->pay(login => 70681, amount => 1200);
-$sb->psql(<<"SQL");
-BEGIN;
-UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
-    claimed_at = now(), claimed_by = 'fixture',
-    lease_expires_at = now() + interval '1 minute' WHERE id = $credit;
-UPDATE mt5credit.mt5_credit SET status = 'failed' WHERE id = $credit;
-SELECT mt5credit.open_case('mt5_rejected', 'high', 'console-api-1',
-                           '{"retcode": 10019}', $credit);
-COMMIT;
-SQL
-my $case = $sb->sql1("SELECT id FROM mt5credit.case "
-                     . "WHERE dedupe_key = 'console-api-1'");
+my $case = $st->failed_with_case($credit, 'console-api-1');
 
 sub get {
     my ($who, $path, %opt) = @_;

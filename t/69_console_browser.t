@@ -87,20 +87,11 @@ my $dep = $sb->create_deposit(client => 'alice', login => 70691,
 my $res = $st->webhook($body);
 die "webhook: $res->{status}" unless $res->{status} == 200;
 my ($credit) = $res->{body} =~ /"credit":(\d+)/;
-$sb->psql(<<"SQL");
-BEGIN;
-UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
-    claimed_at = now(), claimed_by = 'fixture',
-    lease_expires_at = now() + interval '1 minute' WHERE id = $credit;
-UPDATE mt5credit.mt5_credit SET status = 'failed' WHERE id = $credit;
-SELECT mt5credit.open_case('mt5_rejected', 'high', 'console-browser-1',
-    jsonb_build_object('retcode', 10019, 'comment',
+my $case = $st->failed_with_case($credit, 'console-browser-1', <<'SQL');
+jsonb_build_object('retcode', 10019, 'comment',
         '<img src=x onerror="document.title=''owned''">'
-        || '<script>document.title="owned"</script>'), $credit);
-COMMIT;
+        || '<script>document.title="owned"</script>')
 SQL
-my $case = $sb->sql1("SELECT id FROM mt5credit.case "
-                     . "WHERE dedupe_key = 'console-browser-1'");
 
 # a reconciliation finding on the case, its settlement row carrying markup
 # as a settlement file's column would (a fixture: the job is t/60's)

@@ -151,6 +151,25 @@ sub history_of {
         . "mt5credit.credit_history WHERE credit_id = $credit ORDER BY id") } ];
 }
 
+# A credit the worker failed, with its case, as the worker leaves them (a
+# fixture for the desk's tests); returns the case's id.  $details: a
+# jsonb SQL expression.
+sub failed_with_case {
+    my ($self, $credit, $key, $details) = @_;
+    $details //= q('{"retcode": 10019}');
+    $self->{sb}->psql(<<"SQL");
+BEGIN;
+UPDATE mt5credit.mt5_credit SET status = 'claimed', attempts = 1,
+    claimed_at = now(), claimed_by = 'fixture',
+    lease_expires_at = now() + interval '1 minute' WHERE id = $credit;
+UPDATE mt5credit.mt5_credit SET status = 'failed' WHERE id = $credit;
+SELECT mt5credit.open_case('mt5_rejected', 'high', '$key', $details, $credit);
+COMMIT;
+SQL
+    return $self->{sb}->sql1("SELECT id FROM mt5credit.case "
+                             . "WHERE dedupe_key = '$key'");
+}
+
 sub worker_config {
     my ($self, $name, %opt) = @_;
     return Mt5Credit::Worker::config($self->{sb}, $name,
