@@ -85,6 +85,9 @@ static void ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
 static void ngx_mt5_credit_console_cleanup(void *data);
 static ngx_int_t ngx_mt5_credit_console_send(ngx_http_request_t *r,
     ngx_uint_t status, u_char *json, size_t len);
+static ngx_int_t ngx_mt5_credit_console_out(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_str_t *type, size_t type_len, u_char *data,
+    size_t len);
 static ngx_int_t ngx_mt5_credit_console_error(ngx_http_request_t *r,
     ngx_uint_t status, const char *error);
 static ngx_int_t ngx_mt5_credit_console_refused(ngx_http_request_t *r,
@@ -735,17 +738,31 @@ static ngx_int_t
 ngx_mt5_credit_console_send(ngx_http_request_t *r, ngx_uint_t status,
     u_char *json, size_t len)
 {
+    static ngx_str_t  type = ngx_string("application/json; charset=utf-8");
+
+    return ngx_mt5_credit_console_out(r, status, &type,
+                                      sizeof("application/json") - 1,
+                                      json, len);
+}
+
+
+/*
+ * Every answer of the API: data (in the request's pool) of its type,
+ * never kept by a browser or a proxy: a person's data.
+ */
+static ngx_int_t
+ngx_mt5_credit_console_out(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, size_t type_len, u_char *data, size_t len)
+{
     ngx_int_t     rc;
     ngx_buf_t    *b;
     ngx_chain_t   out;
 
     r->headers_out.status = status;
     r->headers_out.content_length_n = len;
-    ngx_str_set(&r->headers_out.content_type,
-                "application/json; charset=utf-8");
-    r->headers_out.content_type_len = sizeof("application/json") - 1;
+    r->headers_out.content_type = *type;
+    r->headers_out.content_type_len = type_len;
 
-    /* a person's data: never kept by a browser or a proxy */
     if (ngx_mt5_credit_console_header(r, "Cache-Control", "no-store")
         != NGX_OK)
     {
@@ -757,12 +774,14 @@ ngx_mt5_credit_console_send(ngx_http_request_t *r, ngx_uint_t status,
         return ngx_http_send_header(r);
     }
 
-    b = ngx_create_temp_buf(r->pool, len);
+    b = ngx_calloc_buf(r->pool);
     if (b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    b->last = ngx_cpymem(b->pos, json, len);
+    b->pos = data;
+    b->last = data + len;
+    b->memory = 1;
     b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;
 
@@ -816,50 +835,18 @@ static ngx_int_t
 ngx_mt5_credit_console_report(ngx_http_request_t *r, u_char *html,
     size_t len)
 {
-    ngx_int_t     rc;
-    ngx_buf_t    *b;
-    ngx_chain_t   out;
+    static ngx_str_t  type = ngx_string("text/html; charset=utf-8");
 
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = len;
-    ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
-    r->headers_out.content_type_len = sizeof("text/html") - 1;
-
-    if (ngx_mt5_credit_console_header(r, "Cache-Control", "no-store")
-        != NGX_OK
-        || ngx_mt5_credit_console_header(r, "Content-Disposition",
-                                         "attachment; "
-                                         "filename=\"recon-report.html\"")
-           != NGX_OK)
+    if (ngx_mt5_credit_console_header(r, "Content-Disposition",
+                                      "attachment; "
+                                      "filename=\"recon-report.html\"")
+        != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (r->method == NGX_HTTP_HEAD) {
-        r->header_only = 1;
-        return ngx_http_send_header(r);
-    }
-
-    b = ngx_calloc_buf(r->pool);
-    if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    b->pos = html;
-    b->last = html + len;
-    b->memory = 1;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-
-    out.buf = b;
-    out.next = NULL;
-
-    rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK) {
-        return rc;
-    }
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_mt5_credit_console_out(r, NGX_HTTP_OK, &type,
+                                      sizeof("text/html") - 1, html, len);
 }
 
 
