@@ -860,6 +860,81 @@ SQL
        'provider mismatch: no credit');
 }
 
+# --- sql/060: the same rows, written once -------------------------------------
+{
+    # one transaction, its own table counters: what one paid event wrote
+    my $dep = new_deposit();
+    my $body = stripe_event(type => 'payment_intent.succeeded',
+                            deposit => $dep->{ref}, pi => 'pi_once',
+                            amount => 50000, currency => 'usd');
+    my $rows = $sb->psql(<<"SQL");
+BEGIN;
+SET LOCAL ROLE edge;
+SELECT outcome, credit_id, event_row_id FROM mt5credit.ingest('stripe', NULL,
+    @{[ hexlit($body) ]}, 'stripe', $SIGNED_AT);
+RESET ROLE;
+SELECT relname || ' ' || n_tup_ins || ' ' || n_tup_upd
+FROM pg_stat_xact_user_tables
+WHERE schemaname = 'mt5credit' AND n_tup_ins + n_tup_upd > 0
+ORDER BY relname;
+COMMIT;
+SQL
+    my ($outcome, $credit, $event) = @{ shift @$rows };
+    is($outcome, 'credit_created', 'a paid event (060\'s path)');
+    is(join(', ', map { $_->[0] } @$rows),
+       'credit_history 1 0, deposit 0 1, deposit_history 1 0, '
+       . 'mt5_credit 1 0, webhook_event 1 0',
+       '... wrote its event once, naming its credit: no second write of the '
+       . 'event, one update of the deposit');
+    is_deeply(event($event), { disposition => 'credit_created',
+                               credit => $credit,
+                               type => 'payment_intent.succeeded',
+                               event_id => event($event)->{event_id} },
+              '... the event names the credit made');
+    is($sb->sql1("SELECT to_status || ' ' || (detail->>'credit') || ' '"
+                 . " || (detail->>'payment') || ' ' || (detail->>'source')"
+                 . " FROM mt5credit.deposit_history WHERE deposit_id = "
+                 . "$dep->{id} ORDER BY id DESC LIMIT 1"),
+       "succeeded $credit pi_once credit:$credit",
+       '... and the deposit\'s history says which credit and payment paid it');
+    is($sb->sql1("SELECT reference FROM mt5credit.mt5_credit WHERE id = "
+                 . "$credit"), "dep:$credit",
+       '... under its reference dep:<id>');
+
+    # an event that ends otherwise is rewritten as it ended, its drawn id
+    # left as a gap
+    my $ign = ingest(stripe_event(type => 'customer.created',
+                                  deposit => $dep->{ref}, pi => 'pi_none'));
+    is_deeply([ @{ event($ign->{event}) }{qw(disposition credit)} ],
+              [ 'ignored', '' ], 'an ignored event names no credit');
+    my $again = ingest(stripe_event(type => 'checkout.session.completed',
+                                    deposit => $dep->{ref}, pi => 'pi_once',
+                                    amount => 50000, currency => 'usd'));
+    is("$again->{outcome} " . event($again->{event})->{disposition} . ' '
+       . event($again->{event})->{credit}, "stored already_credited $credit",
+       'the same payment by another event: already credited, naming the '
+       . 'first credit');
+
+    # the event's key to its credit is checked at commit, never skipped
+    like($sb->psql("UPDATE mt5credit.webhook_event SET credit_id = "
+                   . "9223372036854775807 WHERE id = $event", may_fail => 1),
+         qr/webhook_event_credit_id_fkey/,
+         'an event naming a credit that does not exist is refused at commit');
+
+    # a deposit already marked paid by the provider query: unchanged, no
+    # second history row
+    my $dq = new_deposit();
+    $sb->psql("SELECT mt5credit.deposit_observe($dq->{id}, 'succeeded', "
+              . "'query:test')");
+    my $paid = ingest(stripe_event(type => 'payment_intent.succeeded',
+                                   deposit => $dq->{ref}, pi => 'pi_after_q',
+                                   amount => 50000, currency => 'usd'));
+    is($paid->{outcome}, 'credit_created',
+       'a deposit the provider query already saw succeed is credited');
+    is(count('deposit_history', "deposit_id = $dq->{id}"), 1,
+       '... and its status, already succeeded, is not written again');
+}
+
 # --- what the edge sees ------------------------------------------------------
 
 is(scalar(grep { $_->{rows} != 1 || $_->{fields} != 4 } @answers), 0,
