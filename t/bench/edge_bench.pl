@@ -1,19 +1,32 @@
 #!/usr/bin/perl
 #
-# make bench: the edge's throughput against the database's own ceiling.
+# make bench: the edge against the database's own limit and against what a
+# team would write instead, each figure a ratio to its limit in the same
+# run, on one machine, against one PostgreSQL (fsync on, as production
+# runs; BENCH_FSYNC=off to see what commits cost).
 #
-# In one run, on one machine, against one PostgreSQL:
-#   1. wrk, 64 connections, POSTs N pre-signed unique Stripe events (each
-#      a paid event for its own deposit: event row, credit intent, history
-#      row, deposit update) to the webhook location;
-#   2. wrk, 64 connections, the same nginx answering 200 from a plain
-#      location (what nginx alone can do here);
-#   3. pgbench, 64 clients, the same ingest() function with the same kind
-#      of events (unique, each crediting its own deposit), prepared.
-# Prints requests/s, p50/p99, the ratio of 1 to 3, and the nginx workers'
-# RSS before and after the N webhook requests.  Figures, not a test.
+#   edge      wrk, 64 connections, N pre-signed unique paid Stripe events
+#             (each for its own deposit) to the webhook location: nginx 2
+#             workers x pool 8 = 16 database connections
+#   peer      the same N kind of events to t/bench/peer (Express 5,
+#             stripe-node constructEvent, node-postgres), 2 processes x
+#             pool 8, calling the same ingest()
+#   pgbench   ingest() itself, 16 clients (the edge's connection count),
+#             prepared, the same kind of events
+#   lean      t/bench/lean_ingest.sql: the same writes on plain tables of
+#             their own, 16 clients: the floor under any ingest()
+#   plain     nginx answering 200 from a plain location
 #
-#   BENCH_REQUESTS=200000 BENCH_CONNECTIONS=64 make bench
+# Every load first runs a warm-up of its own (W events, not counted), then
+# ANALYZE and a CHECKPOINT: what is measured is the steady state, with
+# every backend's plans made on tables that have rows.
+#
+# Prints rates, latencies, the nginx workers' RSS before and after, and:
+#   edge / pgbench   target >= 0.90 (the edge adds nothing to the database)
+#   edge / peer      target >= 2.50
+#   pgbench / lean   target >= 0.90 (ingest() costs what its writes cost)
+#
+#   BENCH_REQUESTS=50000 BENCH_WARMUP=2000 BENCH_FSYNC=on make bench
 
 use strict;
 use warnings;
@@ -27,20 +40,38 @@ use Mt5Credit::Sandbox;
 
 $| = 1;
 
-my $N = $ENV{BENCH_REQUESTS} || 200000;
+my $N = $ENV{BENCH_REQUESTS} || 50000;
+my $W = $ENV{BENCH_WARMUP} // 2000;
 my $C = $ENV{BENCH_CONNECTIONS} || 64;
 my $WORKERS = $ENV{BENCH_WORKERS} || 2;
 my $POOL = $ENV{BENCH_POOL} || 8;
+my $PGC = $WORKERS * $POOL;
+my $FSYNC = lc($ENV{BENCH_FSYNC} // 'on') ne 'off';
 my $secret = 'whsec_bench_secret';
 my $root = $Mt5Credit::Sandbox::ROOT;
+my $peer_modules = $ENV{BENCH_PEER_MODULES}
+    || "$root/build/bench-peer/node_modules";
 
-my $sb = Mt5Credit::Sandbox->new;
+# the deposits of each load: its warm-up's, then its own
+my %BASE;
+{
+    my $b = 0;
+    for my $load (qw(edge peer pgbench lean)) {
+        $BASE{$load} = $b;
+        $b += $W + $N;
+    }
+}
+
+my $sb = Mt5Credit::Sandbox->new(fsync => $FSYNC);
 $sb->start_postgres;
 my $secrets = $sb->write_file('stripe.secret', "$secret\n");
 
-print "preparing $N + $N deposits ...\n";
-# deposits 1..N for the edge, N+1..2N for pgbench, created directly (the
-# portal's create_deposit() is not what is measured)
+print "preparing deposits: 3 x ", $W + $N, " for ingest(), ", $W + $N,
+      " for the lean function (fsync ", ($FSYNC ? 'on' : 'off'), ") ...\n";
+# created directly (the portal's create_deposit() is not what is measured)
+my $total = 3 * ($W + $N);
+my $lean_from = $BASE{lean} + 1;
+my $lean_to = $BASE{lean} + $W + $N;
 $sb->psql(<<"SQL");
 SELECT mt5credit.register_account('bench', 'live1', 9001, 'USD');
 INSERT INTO mt5credit.deposit (client_id, idempotency_key, provider,
@@ -48,7 +79,21 @@ INSERT INTO mt5credit.deposit (client_id, idempotency_key, provider,
     credit_amount_minor)
 SELECT 'bench', 'bench-key-' || g, 'stripe', 'live1', 9001, 1000, 'USD',
        'USD', 1000
-FROM generate_series(1, 2 * $N) g;
+FROM generate_series(1, $total) g;
+SQL
+{
+    open my $fh, '<', "$root/t/bench/lean_ingest.sql" or die $!;
+    local $/;
+    $sb->psql(<$fh>);
+}
+$sb->psql(<<"SQL");
+INSERT INTO lean.deposit (id, reference, provider, mt5_server, mt5_login,
+                          amount_minor, currency, credit_amount_minor)
+SELECT g, 'dep_' || lpad(g::text, 6, '0'), 'stripe', 'live1', 9001, 1000,
+       'USD', 1000
+FROM generate_series($lean_from, $lean_to) g;
+GRANT USAGE ON SCHEMA lean TO edge;
+GRANT ALL ON ALL TABLES IN SCHEMA lean TO edge;
 VACUUM ANALYZE;
 SQL
 
@@ -62,16 +107,28 @@ sub body {
          . qq("metadata":{"deposit_id":"$dep"}}}});
 }
 
-print "signing $N webhook deliveries ...\n";
-my $file = $sb->dir . '/requests.tsv';
-open my $fh, '>', $file or die;
-my $t = time;
-$t = int($t);
-for my $n (1 .. $N) {
-    my $body = body('w', $n);
-    print $fh "t=$t,v1=" . hmac_sha256_hex("$t.$body", $secret) . "\t$body\n";
+# a wrk request file: deposits from+1 .. from+count, signed now
+my $t = int(time);
+sub deliveries {
+    my ($name, $tag, $from, $count) = @_;
+    my $file = $sb->dir . "/$name.tsv";
+    open my $fh, '>', $file or die;
+    for my $n ($from + 1 .. $from + $count) {
+        my $body = body($tag, $n);
+        print $fh "t=$t,v1=" . hmac_sha256_hex("$t.$body", $secret)
+                  . "\t$body\n";
+    }
+    close $fh;
+    return $file;
 }
-close $fh;
+
+print "signing deliveries ...\n";
+my %file = (
+    edge_warm => deliveries('edge-warm', 'ew', $BASE{edge}, $W),
+    edge      => deliveries('edge', 'e', $BASE{edge} + $W, $N),
+    peer_warm => deliveries('peer-warm', 'qw', $BASE{peer}, $W),
+    peer      => deliveries('peer', 'q', $BASE{peer} + $W, $N),
+);
 
 $sb->start_nginx(<<"HTTP", workers => $WORKERS);
     mt5_credit_postgres "%%PG%%";
@@ -92,6 +149,37 @@ $sb->start_nginx(<<"HTTP", workers => $WORKERS);
 HTTP
 my $url = 'http://127.0.0.1:' . $sb->nginx_port;
 
+# --- the peer ------------------------------------------------------------------
+
+my ($peer_pid, $peer_url, $peer_missing);
+if (!-d "$peer_modules/express") {
+    $peer_missing = "not installed ($peer_modules: make bench installs it)";
+} elsif (!`sh -c 'command -v node'`) {
+    $peer_missing = 'no node';
+} else {
+    my $port = Mt5Credit::Sandbox::free_port();
+    $peer_pid = fork // die;
+    if ($peer_pid == 0) {
+        POSIX::setsid();
+        open STDOUT, '>', $sb->dir . '/peer.log' or die;
+        open STDERR, '>&', \*STDOUT or die;
+        $ENV{NODE_PATH} = $peer_modules;
+        $ENV{PEER_PORT} = $port;
+        $ENV{PEER_PROCESSES} = $WORKERS;
+        $ENV{PEER_POOL} = $POOL;
+        $ENV{PEER_SECRET_FILE} = $secrets;
+        $ENV{PGHOST} = '127.0.0.1';
+        $ENV{PGPORT} = $sb->pg_port;
+        $ENV{PGUSER} = 'edge';
+        $ENV{PGDATABASE} = 'mt5credit';
+        exec 'node', "$root/t/bench/peer/server.js";
+    }
+    Mt5Credit::Sandbox::wait_port($port, 'the peer');
+    $peer_url = "http://127.0.0.1:$port";
+}
+
+# --- the loads -----------------------------------------------------------------
+
 sub worker_rss {
     my $master = $sb->{pids}{nginx};
     my $kb = 0;
@@ -100,11 +188,6 @@ sub worker_rss {
         while (<$s>) { $kb += $1 if /^VmRSS:\s+(\d+)/ }
     }
     return $kb;
-}
-
-sub wrk {
-    my (@args) = @_;
-    return parse_wrk(scalar `wrk @args 2>&1`);
 }
 
 sub parse_wrk {
@@ -118,88 +201,162 @@ sub parse_wrk {
     return \%r;
 }
 
+# events stored so far: the event table's sequence, read without loading
+# the tables being written
+sub events_stored {
+    return $sb->sql1('SELECT CASE WHEN is_called THEN last_value ELSE 0 END '
+                     . 'FROM mt5credit.webhook_event_id_seq');
+}
+
+# wrk sleeps for its whole -d even when every thread has stopped: it is
+# interrupted once all of the file's events are stored, and then reports
+# its real elapsed time
+sub post_all {
+    my ($base, $file, $count) = @_;
+    my $out = $sb->dir . '/wrk.out';
+    my $goal = events_stored() + $count;
+    my $pid = fork // die;
+    if ($pid == 0) {
+        open STDOUT, '>', $out or die;
+        open STDERR, '>&', \*STDOUT or die;
+        exec 'wrk', '-t2', "-c$C", '-d3600s', '--latency', '--timeout',
+             '30s', '-s', "$root/t/bench/webhook.lua",
+             "$base/webhooks/stripe", '--', $file, '/webhooks/stripe', 2;
+    }
+    my $t0 = time;
+    while (waitpid($pid, POSIX::WNOHANG()) == 0) {
+        last if events_stored() >= $goal || time - $t0 > 3000;
+        sleep 0.2;
+    }
+    kill 'INT', $pid;
+    waitpid($pid, 0);
+    return parse_wrk(do { local (@ARGV, $/) = ($out); <> });
+}
+
+my $pgbench_n = 0;
+sub pgbench {
+    my ($which, $from, $count) = @_;
+    my $per = int($count / $PGC) || 1;
+    my $call = $which eq 'lean'
+        ? q{SELECT lean.ingest('stripe', convert_to(%s, 'UTF8'), }
+          . q{extract(epoch FROM now())::bigint);}
+        : q{SELECT outcome FROM mt5credit.ingest('stripe', NULL, }
+          . q{convert_to(%s, 'UTF8'), 'stripe', }
+          . q{extract(epoch FROM now())::bigint, NULL);};
+    my $body = q[format('{"id":"evt_%s_%s","object":"event","type":]
+        . q["payment_intent.succeeded","data":{"object":{"id":"pi_%s_%s",]
+        . q["object":"payment_intent","amount":1000,"amount_received":1000,]
+        . q["currency":"usd","status":"succeeded","metadata":]
+        . q[{"deposit_id":"dep_%s"}}}}', :tag::text, :n::text, :tag::text, ]
+        . q[:n::text, lpad(:n::text, 6, '0'))];
+    my $script = $sb->write_file('load-' . ++$pgbench_n . '.pgbench',
+        "\\set k :k + 1\n\\set n (:client_id) * :per + :k + :from\n"
+        . sprintf($call, $body) . "\n");
+    my $tag = "p$pgbench_n";
+    my @pg = $sb->psql_args('edge');
+    my $out = `pgbench -n -M prepared -c $PGC -j 2 -t $per -D k=0 -D per=$per -D from=$from -D tag=$tag -f $script @pg 2>&1`;
+    my %p = (raw => $out, transactions => $per * $PGC, tag => $tag);
+    $p{tps} = $1 if $out =~ /tps = ([\d.]+)/;
+    $p{lat} = $1 if $out =~ /latency average = ([\d.]+ ms)/;
+    $p{failed} = $1 if $out =~ /number of failed transactions: (\d+)/;
+    return \%p;
+}
+
+sub settle { $sb->psql('ANALYZE; CHECKPOINT;') }
+
 # warm a pool connection: a signed non-event reaches ingest() and is
 # refused there, storing nothing
 $sb->http('POST', '/webhooks/stripe', body => '[]',
           headers => [ [ 'Stripe-Signature', "t=$t,v1="
                          . hmac_sha256_hex("$t.[]", $secret) ] ]);
 
+if ($W) {
+    print "warm-up: $W events through each load ...\n";
+    post_all($url, $file{edge_warm}, $W);
+    post_all($peer_url, $file{peer_warm}, $W) if $peer_url;
+    pgbench('ingest', $BASE{pgbench}, $W);
+    pgbench('lean', $BASE{lean}, $W);
+}
+
+settle();
 my $rss0 = worker_rss();
-print "webhook: $N unique events, $C connections ...\n";
-
-# wrk sleeps for its whole -d even when every thread has stopped; it is
-# interrupted once all N events are committed, and then reports its real
-# elapsed time
-my $wrk_out = $sb->dir . '/wrk.out';
-my $wrk_pid = fork // die;
-if ($wrk_pid == 0) {
-    open STDOUT, '>', $wrk_out or die;
-    open STDERR, '>&', \*STDOUT or die;
-    exec 'wrk', '-t2', "-c$C", '-d3600s', '--latency', '--timeout', '30s',
-         '-s', "$root/t/bench/webhook.lua", "$url/webhooks/stripe",
-         '--', $file, '/webhooks/stripe', 2;
-}
-my $stored = 0;
-my $t0 = time;
-while (waitpid($wrk_pid, POSIX::WNOHANG()) == 0) {
-    # the edge's own counter: polling a growing table would load the
-    # database being measured
-    my $status = $sb->http('GET', '/status')->{body};
-    $stored = $status =~ /outcome="credit_created"\} (\d+)/ ? $1 : 0;
-    last if $stored >= $N || time - $t0 > 3000;
-    sleep 0.2;
-}
-kill 'INT', $wrk_pid;
-waitpid($wrk_pid, 0);
-my $hook = parse_wrk(do { local (@ARGV, $/) = ($wrk_out); <> });
+print "edge: $N events, $C connections ...\n";
+my $hook = post_all($url, $file{edge}, $N);
 my $rss1 = worker_rss();
+my $stored = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
+                       . "WHERE provider_payment_id LIKE 'pi\\_e\\_%'");
 
-$stored = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
-                    . "WHERE provider_payment_id LIKE 'pi_w_%'");
+my $peer;
+if ($peer_url) {
+    settle();
+    print "peer: $N events, $C connections ...\n";
+    $peer = post_all($peer_url, $file{peer}, $N);
+}
 
 print "plain location, 10 s, $C connections ...\n";
-my $plain = wrk('-t2', "-c$C", '-d10s', '--latency', "$url/plain");
+my $plain = parse_wrk(scalar `wrk -t2 -c$C -d10s --latency $url/plain 2>&1`);
 
-print "pgbench: $N unique events, $C clients ...\n";
-my $per_client = int($N / $C);
-my $script = $sb->write_file('ingest.pgbench', <<'PGB');
-\set k :k + 1
-\set n :client_id * :per_client + :k + :offset
-SELECT outcome FROM mt5credit.ingest('stripe', NULL, convert_to(format('{"id":"evt_p_%s","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_p_%s","object":"payment_intent","amount":1000,"amount_received":1000,"currency":"usd","status":"succeeded","metadata":{"deposit_id":"dep_%s"}}}}', :n::text, :n::text, lpad(:n::text, 6, '0')), 'UTF8'), 'stripe', extract(epoch FROM now())::bigint);
-PGB
-my @pg = $sb->psql_args('edge');
-my $pgb = `pgbench -n -M prepared -c $C -j 2 -t $per_client -D k=0 -D per_client=$per_client -D offset=$N -f $script @pg 2>&1`;
-my %p;
-$p{tps} = $1 if $pgb =~ /tps = ([\d.]+)/;
-$p{lat} = $1 if $pgb =~ /latency average = ([\d.]+ ms)/;
-$p{failed} = $1 if $pgb =~ /number of failed transactions: (\d+)/;
+settle();
+print "pgbench ingest(): $N events, $PGC clients ...\n";
+my $pg = pgbench('ingest', $BASE{pgbench} + $W, $N);
+
+settle();
+print "lean function: $N events, $PGC clients ...\n";
+my $lean = pgbench('lean', $BASE{lean} + $W, $N);
+
 my $pg_stored = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
-                          . "WHERE provider_payment_id LIKE 'pi_p_%'");
+    . "WHERE provider_payment_id LIKE 'pi\\_$pg->{tag}\\_%'");
+my $lean_stored = $sb->sql1("SELECT count(*) FROM lean.credit "
+    . "WHERE provider_payment_id LIKE 'pi\\_$lean->{tag}\\_%'");
 
 my $problems = join "\n", $sb->log_problems;
 $sb->stop_nginx;
+kill 'TERM', -$peer_pid if $peer_pid;
+
+sub ratio { my ($a, $b) = @_; return $b ? sprintf('%.2f', $a / $b) : '-' }
 
 my $cpu = `nproc`; chomp $cpu;
-printf "\n%s\n", '=' x 72;
-printf "mt5-credit edge benchmark (%s CPUs, nginx %d workers, pool %d/worker)\n",
-    $cpu, $WORKERS, $POOL;
-printf "%s\n", '=' x 72;
-printf "%-34s %12s %10s %10s\n", '', 'req/s', 'p50', 'p99';
-printf "%-34s %12.0f %10s %10s\n", "webhook (nginx+module+PG), c=$C",
+printf "\n%s\n", '=' x 76;
+printf "mt5-credit edge benchmark (%s CPUs, fsync %s, nginx %d workers x "
+       . "pool %d)\n", $cpu, $FSYNC ? 'on' : 'off', $WORKERS, $POOL;
+printf "%s\n", '=' x 76;
+printf "%-40s %10s %10s %10s\n", '', 'per s', 'p50', 'p99';
+printf "%-40s %10.0f %10s %10s\n", "edge (nginx + module), c=$C",
     $hook->{rps} // 0, $hook->{p50} // '-', $hook->{p99} // '-';
-printf "%-34s %12.0f %10s %10s\n", "plain 200 location, c=$C",
+if ($peer) {
+    printf "%-40s %10.0f %10s %10s\n",
+        "peer (Express + stripe-node + pg), c=$C",
+        $peer->{rps} // 0, $peer->{p50} // '-', $peer->{p99} // '-';
+} else {
+    printf "%-40s %10s\n", 'peer', $peer_missing // 'not run';
+}
+printf "%-40s %10.0f %10s\n", "pgbench ingest(), c=$PGC", $pg->{tps} // 0,
+    "avg $pg->{lat}";
+printf "%-40s %10.0f %10s\n", "lean function, same writes, c=$PGC",
+    $lean->{tps} // 0, "avg $lean->{lat}";
+printf "%-40s %10.0f %10s %10s\n", "nginx return 200, c=$C",
     $plain->{rps} // 0, $plain->{p50} // '-', $plain->{p99} // '-';
-printf "%-34s %12.0f %10s %10s\n", "pgbench ingest(), c=$C",
-    $p{tps} // 0, '', "avg $p{lat}" ;
-printf "%s\n", '-' x 72;
-printf "webhook / pgbench ratio:        %.2f  (target >= 0.90)\n",
-    ($hook->{rps} // 0) / ($p{tps} || 1);
-printf "webhook requests: %s, non-200: %s, credits stored: %s\n",
-    $hook->{requests} // '?', $hook->{non200} // '?', $stored;
-printf "pgbench transactions: %d, failed: %s, credits stored: %s\n",
-    $per_client * $C, $p{failed} // 0, $pg_stored;
+printf "%s\n", '-' x 76;
+printf "edge / pgbench    %5s   (target >= 0.90)\n",
+    ratio($hook->{rps}, $pg->{tps});
+printf "edge / peer       %5s   (target >= 2.50)\n",
+    $peer ? ratio($hook->{rps}, $peer->{rps}) : '-';
+printf "pgbench / lean    %5s   (target >= 0.90)\n",
+    ratio($pg->{tps}, $lean->{tps});
+printf "%s\n", '-' x 76;
+printf "edge: %s requests, non-200: %s, credits stored: %s of %d\n",
+    $hook->{requests} // '?', $hook->{non200} // '?', $stored, $N;
+printf "peer: %s requests, non-200: %s\n",
+    $peer->{requests} // '?', $peer->{non200} // '?' if $peer;
+printf "pgbench: %d transactions, failed: %s, credits stored: %s\n",
+    $pg->{transactions}, $pg->{failed} // 0, $pg_stored;
+printf "lean: %d transactions, failed: %s, credits stored: %s\n",
+    $lean->{transactions}, $lean->{failed} // 0, $lean_stored;
 printf "nginx worker RSS: %d KiB before, %d KiB after %s requests (%+d KiB)\n",
     $rss0, $rss1, $hook->{requests} // '?', $rss1 - $rss0;
 print "log problems:\n$problems\n" if $problems;
-print "\n(wrk output)\n$hook->{raw}\n" if $ENV{BENCH_VERBOSE};
-print "(pgbench output)\n$pgb\n" if $ENV{BENCH_VERBOSE};
+if ($ENV{BENCH_VERBOSE}) {
+    print "\n(edge wrk)\n$hook->{raw}\n";
+    print "(peer wrk)\n$peer->{raw}\n" if $peer;
+    print "(pgbench ingest)\n$pg->{raw}\n(pgbench lean)\n$lean->{raw}\n";
+}

@@ -153,7 +153,10 @@ sub start_postgres {
         print $fh "listen_addresses = '127.0.0.1'\n",
                   "port = $port\n",
                   "unix_socket_directories = '$self->{dir}'\n",
-                  "fsync = off\nfull_page_writes = off\n",
+                  # tests need no durability; a benchmark of commits
+                  # does (Sandbox->new(fsync => 1))
+                  ($self->{fsync} ? "fsync = on\n"
+                                  : "fsync = off\nfull_page_writes = off\n"),
                   "max_connections = 200\n",
                   "log_min_messages = warning\n";
         close $fh;
