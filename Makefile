@@ -4,9 +4,10 @@
 #   make             build the nginx module and the batch programs
 #   make demo        deps + build, then run the main job end to end
 #   make test        deps + build, then every test (what .ci/run runs)
-#   make bench       the edge against pgbench, the worker against its bound,
-#                    reconciliation of a million rows a side
-#                    (prints figures; not a test)
+#   make bench       the edge against pgbench and an Express peer, ingest()
+#                    against a lean function doing its writes, the worker
+#                    against its bound, reconciliation of a million rows a
+#                    side; fsync on (BENCH_FSYNC=off); figures, not a test
 #   make static      build nginx from an upstream tree with the module
 #                    compiled in: make static NGINX_SRC=/path/to/nginx-x.y.z
 #   make check-upstream   both upstream builds, checked (part of make test)
@@ -76,7 +77,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 clang libclang-rt-14-dev pgbouncer \
                 debhelper dpkg-dev lintian
 
-.PHONY: all module batch sim unit deps demo test test-unit bench soak \
+.PHONY: all module batch sim unit deps demo test test-unit bench bench-peer soak \
         fuzz fuzz-build install static check-upstream deb deb-check promtool \
         clean FORCE
 
@@ -301,7 +302,22 @@ test-unit: unit
 check-upstream: deps
 	t/check-upstream-build
 
-bench: deps all
+# The Express peer the edge is compared with: its npm packages, into the
+# build tree (never by the tests; npm and node from Debian when missing).
+BENCH_PEER := $(BUILD)/bench-peer
+
+bench-peer: $(BENCH_PEER)/node_modules/.installed
+
+$(BENCH_PEER)/node_modules/.installed: t/bench/peer/package.json
+	@command -v npm >/dev/null || $(APT_GET) install -y \
+	    --no-install-recommends nodejs npm
+	mkdir -p $(BENCH_PEER)
+	cp t/bench/peer/package.json $(BENCH_PEER)/
+	cd $(BENCH_PEER) && npm install --no-audit --no-fund --omit=dev
+	chmod -R a+rX $(BENCH_PEER)
+	touch $@
+
+bench: deps all bench-peer
 	t/run-as-tester perl t/bench/edge_bench.pl
 	t/run-as-tester perl t/bench/worker_bench.pl
 	t/run-as-tester perl t/bench/recon_bench.pl

@@ -15,6 +15,10 @@
 #             prepared, the same kind of events
 #   lean      t/bench/lean_ingest.sql: the same writes on plain tables of
 #             their own, 16 clients: the floor under any ingest()
+#   guarded   t/bench/lean_guarded.sql: the lean function on copies of
+#             ingest()'s tables with their CHECKs, generated columns and
+#             indexes (no triggers, no foreign keys): what the constraints
+#             cost, apart from the rest
 #   plain     nginx answering 200 from a plain location
 #
 # Every load first runs a warm-up of its own (W events, not counted), then
@@ -56,7 +60,7 @@ my $peer_modules = $ENV{BENCH_PEER_MODULES}
 my %BASE;
 {
     my $b = 0;
-    for my $load (qw(edge peer pgbench lean)) {
+    for my $load (qw(edge peer pgbench lean guarded)) {
         $BASE{$load} = $b;
         $b += $W + $N;
     }
@@ -66,8 +70,8 @@ my $sb = Mt5Credit::Sandbox->new(fsync => $FSYNC);
 $sb->start_postgres;
 my $secrets = $sb->write_file('stripe.secret', "$secret\n");
 
-print "preparing deposits: 3 x ", $W + $N, " for ingest(), ", $W + $N,
-      " for the lean function (fsync ", ($FSYNC ? 'on' : 'off'), ") ...\n";
+print "preparing deposits: 3 x ", $W + $N, " for ingest(), 2 x ", $W + $N,
+      " for the lean functions (fsync ", ($FSYNC ? 'on' : 'off'), ") ...\n";
 # created directly (the portal's create_deposit() is not what is measured)
 my $total = 3 * ($W + $N);
 my $lean_from = $BASE{lean} + 1;
@@ -81,19 +85,29 @@ SELECT 'bench', 'bench-key-' || g, 'stripe', 'live1', 9001, 1000, 'USD',
        'USD', 1000
 FROM generate_series(1, $total) g;
 SQL
-{
-    open my $fh, '<', "$root/t/bench/lean_ingest.sql" or die $!;
+for my $f ('lean_ingest.sql', 'lean_guarded.sql') {
+    open my $fh, '<', "$root/t/bench/$f" or die "$f: $!";
     local $/;
     $sb->psql(<$fh>);
 }
+my $guarded_from = $BASE{guarded} + 1;
+my $guarded_to = $BASE{guarded} + $W + $N;
 $sb->psql(<<"SQL");
 INSERT INTO lean.deposit (id, reference, provider, mt5_server, mt5_login,
                           amount_minor, currency, credit_amount_minor)
 SELECT g, 'dep_' || lpad(g::text, 6, '0'), 'stripe', 'live1', 9001, 1000,
        'USD', 1000
 FROM generate_series($lean_from, $lean_to) g;
-GRANT USAGE ON SCHEMA lean TO edge;
-GRANT ALL ON ALL TABLES IN SCHEMA lean TO edge;
+INSERT INTO lean_guarded.deposit (id, client_id, idempotency_key, provider,
+    mt5_server, mt5_login, amount_minor, currency, account_currency,
+    credit_amount_minor)
+OVERRIDING SYSTEM VALUE
+SELECT g, 'bench', 'bench-key-' || g, 'stripe', 'live1', 9001, 1000, 'USD',
+       'USD', 1000
+FROM generate_series($guarded_from, $guarded_to) g;
+GRANT USAGE ON SCHEMA lean, lean_guarded TO edge;
+GRANT ALL ON ALL TABLES IN SCHEMA lean, lean_guarded TO edge;
+GRANT ALL ON ALL SEQUENCES IN SCHEMA lean, lean_guarded TO edge;
 VACUUM ANALYZE;
 SQL
 
@@ -237,8 +251,8 @@ my $pgbench_n = 0;
 sub pgbench {
     my ($which, $from, $count) = @_;
     my $per = int($count / $PGC) || 1;
-    my $call = $which eq 'lean'
-        ? q{SELECT lean.ingest('stripe', convert_to(%s, 'UTF8'), }
+    my $call = $which ne 'ingest'
+        ? qq{SELECT $which.ingest('stripe', convert_to(%s, 'UTF8'), }
           . q{extract(epoch FROM now())::bigint);}
         : q{SELECT outcome FROM mt5credit.ingest('stripe', NULL, }
           . q{convert_to(%s, 'UTF8'), 'stripe', }
@@ -276,6 +290,7 @@ if ($W) {
     post_all($peer_url, $file{peer_warm}, $W) if $peer_url;
     pgbench('ingest', $BASE{pgbench}, $W);
     pgbench('lean', $BASE{lean}, $W);
+    pgbench('lean_guarded', $BASE{guarded}, $W);
 }
 
 settle();
@@ -303,6 +318,11 @@ my $pg = pgbench('ingest', $BASE{pgbench} + $W, $N);
 settle();
 print "lean function: $N events, $PGC clients ...\n";
 my $lean = pgbench('lean', $BASE{lean} + $W, $N);
+
+settle();
+print "lean function on tables with ingest()'s constraints: $N events, "
+      . "$PGC clients ...\n";
+my $guarded = pgbench('lean_guarded', $BASE{guarded} + $W, $N);
 
 my $pg_stored = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     . "WHERE provider_payment_id LIKE 'pi\\_$pg->{tag}\\_%'");
@@ -334,6 +354,8 @@ printf "%-40s %10.0f %10s\n", "pgbench ingest(), c=$PGC", $pg->{tps} // 0,
     "avg $pg->{lat}";
 printf "%-40s %10.0f %10s\n", "lean function, same writes, c=$PGC",
     $lean->{tps} // 0, "avg $lean->{lat}";
+printf "%-40s %10.0f %10s\n", "lean, ingest()'s constraints, c=$PGC",
+    $guarded->{tps} // 0, "avg $guarded->{lat}";
 printf "%-40s %10.0f %10s %10s\n", "nginx return 200, c=$C",
     $plain->{rps} // 0, $plain->{p50} // '-', $plain->{p99} // '-';
 printf "%s\n", '-' x 76;
@@ -343,6 +365,10 @@ printf "edge / peer       %5s   (target >= 2.50)\n",
     $peer ? ratio($hook->{rps}, $peer->{rps}) : '-';
 printf "pgbench / lean    %5s   (target >= 0.90)\n",
     ratio($pg->{tps}, $lean->{tps});
+printf "pgbench / lean with ingest()'s constraints  %5s   (what the rest "
+       . "costs)\n", ratio($pg->{tps}, $guarded->{tps});
+printf "lean with constraints / lean                %5s   (what the "
+       . "constraints cost)\n", ratio($guarded->{tps}, $lean->{tps});
 printf "%s\n", '-' x 76;
 printf "edge: %s requests, non-200: %s, credits stored: %s of %d\n",
     $hook->{requests} // '?', $hook->{non200} // '?', $stored, $N;
@@ -359,4 +385,5 @@ if ($ENV{BENCH_VERBOSE}) {
     print "\n(edge wrk)\n$hook->{raw}\n";
     print "(peer wrk)\n$peer->{raw}\n" if $peer;
     print "(pgbench ingest)\n$pg->{raw}\n(pgbench lean)\n$lean->{raw}\n";
+    print "(pgbench lean_guarded)\n$guarded->{raw}\n";
 }

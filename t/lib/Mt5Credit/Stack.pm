@@ -25,7 +25,7 @@ our $SECRET = 'whsec_stack_secret';
 #   locations => '...'                                 extra server{} lines
 sub new {
     my ($class, %opt) = @_;
-    my $sb = Mt5Credit::Sandbox->new;
+    my $sb = Mt5Credit::Sandbox->new(%{ $opt{sandbox} || {} });
     $sb->start_postgres;
     $sb->start_redis unless defined $opt{redis} && !$opt{redis};
 
