@@ -22,6 +22,8 @@
 #   - a credit lost entirely (made after the snapshot) keeping the worker
 #     in a rewind for ever: every round marked the pending credits for
 #     lookup again, and nothing new was claimed
+#   - a kept claim torn or lost by the file system: it is one line inside
+#     a sector, overwritten in place and fdatasync'ed
 
 use strict;
 use warnings;
@@ -160,5 +162,17 @@ my $id = $st->pay(login => 70001, amount => 4321);
 ok($st->wait_status($id, 'done'), 'after it all, a new deposit is credited');
 unlike(join(' ', @{ $st->history_of($id) }), qr/unknown/,
        '... directly, with no lookup: an unchanged database is trusted');
+
+# the kept claim is the file's one line, overwritten in place (its inode
+# kept: no new file and rename per claim), and it names the last claim
+my ($state) = glob($sb->dir . '/worker-state/worker-*.state');
+my $inode = (stat $state)[1];
+my $id2 = $st->pay(login => 70001, amount => 4322);
+ok($st->wait_status($id2, 'done'), 'one more credit');
+my $line = do { open my $f, '<', $state or die; local $/; <$f> };
+like($line, qr/^\d+ \d+ $id2 1 +\n\z/,
+     'the state file holds that claim, one padded line');
+is(length $line, 128, '... of 128 bytes: one write inside a sector');
+is((stat $state)[1], $inode, '... written in place, the same file');
 
 done_testing();

@@ -15,7 +15,13 @@
  * here, and is logged; another system identifier is another database, and
  * nothing is claimed until a person removes the files.
  *
- * Files are replaced by rename; the check holds "<state_dir>/.lock".
+ * The line is padded to MC_REWIND_RECORD bytes.  A claim overwrites it in
+ * place, with fdatasync(): within one sector a write is whole or absent
+ * (pg_control relies on the same), and an unchanged size leaves the file
+ * system's journal out of the way, which a new file and a rename are not
+ * (2.6 ms instead of 0.6 ms next to a PostgreSQL syncing its WAL).  A
+ * file is created, and a realigned one replaced, by rename, its directory
+ * synced after.  The check holds "<state_dir>/.lock".
  */
 
 
@@ -36,6 +42,9 @@
 
 #define MC_REWIND_FILES_MAX  256
 
+/* one padded line: far below a 512-byte sector */
+#define MC_REWIND_RECORD     128
+
 
 typedef struct {
     char     path[768];
@@ -48,6 +57,10 @@ typedef struct {
 
 static int mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts,
     int max);
+static int mc_rewind_record(char *buf, const char *sysid, int timeline,
+    int64_t credit, int attempts);
+static int mc_rewind_overwrite(const char *path, const char *sysid,
+    int timeline, int64_t credit, int attempts);
 static int mc_rewind_write(const char *path, const char *sysid, int timeline,
     int64_t credit, int attempts);
 static int mc_rewind_realign(mc_db_t *db, mc_rewind_fact_t *facts, int n,
@@ -192,8 +205,8 @@ mc_rewind_claimed(mc_rewind_t *r, int64_t credit, int attempts)
         return -1;
     }
 
-    return mc_rewind_write(r->file, r->system_identifier, r->timeline,
-                           credit, attempts);
+    return mc_rewind_overwrite(r->file, r->system_identifier, r->timeline,
+                               credit, attempts);
 }
 
 
@@ -262,30 +275,111 @@ mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts, int max)
 
 
 static int
+mc_rewind_record(char *buf, const char *sysid, int timeline, int64_t credit,
+    int attempts)
+{
+    int  n;
+
+    n = snprintf(buf, MC_REWIND_RECORD, "%s %d %" PRId64 " %d", sysid,
+                 timeline, credit, attempts);
+    if (n < 0 || n >= MC_REWIND_RECORD) {
+        mc_log(MC_LOG_ERROR, "state: a claim's line past %d bytes",
+               MC_REWIND_RECORD);
+        return -1;
+    }
+
+    memset(buf + n, ' ', MC_REWIND_RECORD - 1 - n);
+    buf[MC_REWIND_RECORD - 1] = '\n';
+
+    return 0;
+}
+
+
+/* the worker's own claim, over its line; the file made the first time */
+static int
+mc_rewind_overwrite(const char *path, const char *sysid, int timeline,
+    int64_t credit, int attempts)
+{
+    int   fd, ok;
+    char  buf[MC_REWIND_RECORD];
+
+    if (mc_rewind_record(buf, sysid, timeline, credit, attempts) != 0) {
+        return -1;
+    }
+
+    /* by name each time: a realigned file is a new one */
+    fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            return mc_rewind_write(path, sysid, timeline, credit, attempts);
+        }
+
+        mc_log(MC_LOG_ERROR, "state %s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    ok = pwrite(fd, buf, MC_REWIND_RECORD, 0) == MC_REWIND_RECORD;
+    ok = ok && fdatasync(fd) == 0;
+
+    if (!ok) {
+        mc_log(MC_LOG_ERROR, "state %s: %s", path, strerror(errno));
+    }
+
+    if (close(fd) != 0 && ok) {
+        mc_log(MC_LOG_ERROR, "state %s: %s", path, strerror(errno));
+        ok = 0;
+    }
+
+    return ok ? 0 : -1;
+}
+
+
+/* a whole file, by rename, and its directory synced: durable as a name */
+static int
 mc_rewind_write(const char *path, const char *sysid, int timeline,
     int64_t credit, int attempts)
 {
-    int    ok;
-    char   tmp[800];
-    FILE  *f;
+    int    fd, ok;
+    char   tmp[800], dir[800], buf[MC_REWIND_RECORD], *slash;
+
+    if (mc_rewind_record(buf, sysid, timeline, credit, attempts) != 0) {
+        return -1;
+    }
 
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 
-    f = fopen(tmp, "we");
-    if (f == NULL) {
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
         mc_log(MC_LOG_ERROR, "state %s: %s", tmp, strerror(errno));
         return -1;
     }
 
-    ok = fprintf(f, "%s %d %" PRId64 " %d\n", sysid, timeline, credit,
-                 attempts) > 0;
-    ok = fflush(f) == 0 && ok;
-    ok = fsync(fileno(f)) == 0 && ok;
-    ok = fclose(f) == 0 && ok;
+    ok = write(fd, buf, MC_REWIND_RECORD) == MC_REWIND_RECORD;
+    ok = ok && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
 
     if (!ok || rename(tmp, path) != 0) {
         mc_log(MC_LOG_ERROR, "state %s: %s", path, strerror(errno));
         unlink(tmp);
+        return -1;
+    }
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+    }
+
+    fd = open(slash != NULL ? dir : ".",
+              O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ok = fd >= 0 && fsync(fd) == 0;
+    if (fd >= 0) {
+        close(fd);
+    }
+
+    if (!ok) {
+        mc_log(MC_LOG_ERROR, "state %s: its directory: %s", path,
+               strerror(errno));
         return -1;
     }
 
