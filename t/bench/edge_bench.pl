@@ -247,6 +247,11 @@ sub post_all {
     return parse_wrk(do { local (@ARGV, $/) = ($out); <> });
 }
 
+# WAL written so far, in bytes: what a transaction logs, full pages too
+sub wal_bytes {
+    return $sb->sql1("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')");
+}
+
 my $pgbench_n = 0;
 sub pgbench {
     my ($which, $from, $count) = @_;
@@ -268,8 +273,10 @@ sub pgbench {
         . sprintf($call, $body) . "\n");
     my $tag = "p$pgbench_n";
     my @pg = $sb->psql_args('edge');
+    my $lsn0 = wal_bytes();
     my $out = `pgbench -n -M prepared -c $PGC -j 2 -t $per -D k=0 -D per=$per -D from=$from -D tag=$tag -f $script @pg 2>&1`;
-    my %p = (raw => $out, transactions => $per * $PGC, tag => $tag);
+    my %p = (raw => $out, transactions => $per * $PGC, tag => $tag,
+             wal => (wal_bytes() - $lsn0) / ($per * $PGC));
     $p{tps} = $1 if $out =~ /tps = ([\d.]+)/;
     $p{lat} = $1 if $out =~ /latency average = ([\d.]+ ms)/;
     $p{failed} = $1 if $out =~ /number of failed transactions: (\d+)/;
@@ -350,12 +357,12 @@ if ($peer) {
 } else {
     printf "%-40s %10s\n", 'peer', $peer_missing // 'not run';
 }
-printf "%-40s %10.0f %10s\n", "pgbench ingest(), c=$PGC", $pg->{tps} // 0,
-    "avg $pg->{lat}";
-printf "%-40s %10.0f %10s\n", "lean function, same writes, c=$PGC",
-    $lean->{tps} // 0, "avg $lean->{lat}";
-printf "%-40s %10.0f %10s\n", "lean, ingest()'s constraints, c=$PGC",
-    $guarded->{tps} // 0, "avg $guarded->{lat}";
+for my $r (["pgbench ingest(), c=$PGC", $pg],
+           ["lean function, same writes, c=$PGC", $lean],
+           ["lean, ingest()'s constraints, c=$PGC", $guarded]) {
+    printf "%-40s %10.0f %10s   WAL %5.0f B/txn\n", $r->[0],
+        $r->[1]{tps} // 0, "avg $r->[1]{lat}", $r->[1]{wal} // 0;
+}
 printf "%-40s %10.0f %10s %10s\n", "nginx return 200, c=$C",
     $plain->{rps} // 0, $plain->{p50} // '-', $plain->{p99} // '-';
 printf "%s\n", '-' x 76;
