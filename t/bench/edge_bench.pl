@@ -22,13 +22,18 @@
 #   plain     nginx answering 200 from a plain location
 #
 # Every load first runs a warm-up of its own (W events, not counted), then
-# ANALYZE and a CHECKPOINT: what is measured is the steady state, with
-# every backend's plans made on tables that have rows.
+# VACUUM ANALYZE and a CHECKPOINT: what is measured is the steady state,
+# with every backend's plans made on tables that have rows, and no
+# autovacuum of the deposits just loaded running beside one load only.
 #
 # Prints rates, latencies, the nginx workers' RSS before and after, and:
 #   edge / pgbench   target >= 0.90 (the edge adds nothing to the database)
 #   edge / peer      target >= 2.50
 #   pgbench / lean   target >= 0.90 (ingest() costs what its writes cost)
+#
+# The three pgbench loads run in BENCH_ROUNDS (3) rounds of N / rounds
+# events, side by side in each; rates are the rounds' medians, and each
+# ratio the median of the rounds' ratios.
 #
 #   BENCH_REQUESTS=50000 BENCH_WARMUP=2000 BENCH_FSYNC=on make bench
 
@@ -50,6 +55,7 @@ my $C = $ENV{BENCH_CONNECTIONS} || 64;
 my $WORKERS = $ENV{BENCH_WORKERS} || 2;
 my $POOL = $ENV{BENCH_POOL} || 8;
 my $PGC = $WORKERS * $POOL;
+my $ROUNDS = $ENV{BENCH_ROUNDS} || 3;
 my $FSYNC = lc($ENV{BENCH_FSYNC} // 'on') ne 'off';
 my $secret = 'whsec_bench_secret';
 my $root = $Mt5Credit::Sandbox::ROOT;
@@ -283,7 +289,9 @@ sub pgbench {
     return \%p;
 }
 
-sub settle { $sb->psql('ANALYZE; CHECKPOINT;') }
+# before each load: nothing left for autovacuum to do on its clock, plans
+# made on counted tables, and every dirty page flushed
+sub settle { $sb->psql('VACUUM ANALYZE; CHECKPOINT;') }
 
 # warm a pool connection: a signed non-event reaches ingest() and is
 # refused there, storing nothing
@@ -318,23 +326,63 @@ if ($peer_url) {
 print "plain location, 10 s, $C connections ...\n";
 my $plain = parse_wrk(scalar `wrk -t2 -c$C -d10s --latency $url/plain 2>&1`);
 
-settle();
-print "pgbench ingest(): $N events, $PGC clients ...\n";
-my $pg = pgbench('ingest', $BASE{pgbench} + $W, $N);
+# the three database loads in BENCH_ROUNDS rounds, one after the other
+# in each: this box's speed drifts between minutes, and a ratio of loads
+# measured side by side drifts less (the median round's is printed)
+my (%round, @tags);
+my $per_round = int($N / $ROUNDS);
+for my $r (0 .. $ROUNDS - 1) {
+    for my $load (['ingest', 'pgbench'], ['lean', 'lean'],
+                  ['lean_guarded', 'guarded']) {
+        my ($fn, $base) = @$load;
+        settle();
+        printf "%s: %d events, %d clients (round %d of %d) ...\n", $fn,
+               $per_round, $PGC, $r + 1, $ROUNDS;
+        push @{ $round{$fn} },
+            pgbench($fn, $BASE{$base} + $W + $r * $per_round, $per_round);
+    }
+}
 
-settle();
-print "lean function: $N events, $PGC clients ...\n";
-my $lean = pgbench('lean', $BASE{lean} + $W, $N);
+sub median {
+    my @v = sort { $a <=> $b } @_;
+    return @v ? $v[$#v / 2] : 0;
+}
 
-settle();
-print "lean function on tables with ingest()'s constraints: $N events, "
-      . "$PGC clients ...\n";
-my $guarded = pgbench('lean_guarded', $BASE{guarded} + $W, $N);
+# a load's figures over its rounds: medians, counts summed
+sub summary {
+    my ($runs) = @_;
+    my %m = (tps => median(map { $_->{tps} // 0 } @$runs),
+             wal => median(map { $_->{wal} // 0 } @$runs),
+             transactions => 0, failed => 0,
+             tags => [ map { $_->{tag} } @$runs ],
+             raw => join("\n", map { $_->{raw} } @$runs));
+    $m{lat} = median(map { ($_->{lat} // '') =~ /([\d.]+)/ ? $1 : 0 }
+                     @$runs) . ' ms';
+    for (@$runs) {
+        $m{transactions} += $_->{transactions};
+        $m{failed} += $_->{failed} // 0;
+    }
+    return \%m;
+}
+my $pg = summary($round{ingest});
+my $lean = summary($round{lean});
+my $guarded = summary($round{lean_guarded});
 
-my $pg_stored = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
-    . "WHERE provider_payment_id LIKE 'pi\\_$pg->{tag}\\_%'");
-my $lean_stored = $sb->sql1("SELECT count(*) FROM lean.credit "
-    . "WHERE provider_payment_id LIKE 'pi\\_$lean->{tag}\\_%'");
+# the median of the rounds' ratios
+sub round_ratio {
+    my ($x, $y) = @_;
+    return median(map { ($round{$x}[$_]{tps} // 0)
+                        / ($round{$y}[$_]{tps} || 1e9) } 0 .. $ROUNDS - 1);
+}
+
+sub stored {
+    my ($table, $tags) = @_;
+    return $sb->sql1("SELECT count(*) FROM $table WHERE "
+        . join(' OR ', map { "provider_payment_id LIKE 'pi\\_$_\\_%'" }
+                       @$tags));
+}
+my $pg_stored = stored('mt5credit.mt5_credit', $pg->{tags});
+my $lean_stored = stored('lean.credit', $lean->{tags});
 
 my $problems = join "\n", $sb->log_problems;
 $sb->stop_nginx;
@@ -370,12 +418,12 @@ printf "edge / pgbench    %5s   (target >= 0.90)\n",
     ratio($hook->{rps}, $pg->{tps});
 printf "edge / peer       %5s   (target >= 2.50)\n",
     $peer ? ratio($hook->{rps}, $peer->{rps}) : '-';
-printf "pgbench / lean    %5s   (target >= 0.90)\n",
-    ratio($pg->{tps}, $lean->{tps});
-printf "pgbench / lean with ingest()'s constraints  %5s   (what the rest "
-       . "costs)\n", ratio($pg->{tps}, $guarded->{tps});
-printf "lean with constraints / lean                %5s   (what the "
-       . "constraints cost)\n", ratio($guarded->{tps}, $lean->{tps});
+printf "pgbench / lean    %5.2f   (target >= 0.90)\n",
+    round_ratio('ingest', 'lean');
+printf "pgbench / lean with ingest()'s constraints  %5.2f   (what the rest "
+       . "costs)\n", round_ratio('ingest', 'lean_guarded');
+printf "lean with constraints / lean                %5.2f   (what the "
+       . "constraints cost)\n", round_ratio('lean_guarded', 'lean');
 printf "%s\n", '-' x 76;
 printf "edge: %s requests, non-200: %s, credits stored: %s of %d\n",
     $hook->{requests} // '?', $hook->{non200} // '?', $stored, $N;
