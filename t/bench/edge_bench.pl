@@ -31,9 +31,9 @@
 #   edge / peer      target >= 2.50
 #   pgbench / lean   target >= 0.90 (ingest() costs what its writes cost)
 #
-# The three pgbench loads run in BENCH_ROUNDS (3) rounds of N / rounds
-# events, side by side in each; rates are the rounds' medians, and each
-# ratio the median of the rounds' ratios.
+# Every load runs in BENCH_ROUNDS (3) rounds of N / rounds events, all
+# loads side by side in each round; rates are the rounds' medians, and
+# each ratio the median of the rounds' ratios.
 #
 #   BENCH_REQUESTS=50000 BENCH_WARMUP=2000 BENCH_FSYNC=on make bench
 
@@ -143,12 +143,19 @@ sub deliveries {
 }
 
 print "signing deliveries ...\n";
+my $per_round = int($N / $ROUNDS);
 my %file = (
     edge_warm => deliveries('edge-warm', 'ew', $BASE{edge}, $W),
-    edge      => deliveries('edge', 'e', $BASE{edge} + $W, $N),
     peer_warm => deliveries('peer-warm', 'qw', $BASE{peer}, $W),
-    peer      => deliveries('peer', 'q', $BASE{peer} + $W, $N),
 );
+for my $r (0 .. $ROUNDS - 1) {
+    $file{"edge$r"} = deliveries("edge-$r", "er$r",
+                                 $BASE{edge} + $W + $r * $per_round,
+                                 $per_round);
+    $file{"peer$r"} = deliveries("peer-$r", "qr$r",
+                                 $BASE{peer} + $W + $r * $per_round,
+                                 $per_round);
+}
 
 $sb->start_nginx(<<"HTTP", workers => $WORKERS);
     mt5_credit_postgres "%%PG%%";
@@ -308,40 +315,44 @@ if ($W) {
     pgbench('lean_guarded', $BASE{guarded}, $W);
 }
 
-settle();
-my $rss0 = worker_rss();
-print "edge: $N events, $C connections ...\n";
-my $hook = post_all($url, $file{edge}, $N);
-my $rss1 = worker_rss();
-my $stored = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
-                       . "WHERE provider_payment_id LIKE 'pi\\_e\\_%'");
-
-my $peer;
-if ($peer_url) {
-    settle();
-    print "peer: $N events, $C connections ...\n";
-    $peer = post_all($peer_url, $file{peer}, $N);
-}
-
 print "plain location, 10 s, $C connections ...\n";
 my $plain = parse_wrk(scalar `wrk -t2 -c$C -d10s --latency $url/plain 2>&1`);
 
-# the three database loads in BENCH_ROUNDS rounds, one after the other
-# in each: this box's speed drifts between minutes, and a ratio of loads
-# measured side by side drifts less (the median round's is printed)
-my (%round, @tags);
-my $per_round = int($N / $ROUNDS);
+# every load in BENCH_ROUNDS rounds, one after the other in each: this
+# box's speed drifts between minutes, and loads measured side by side
+# drift less (the medians are printed, and the median of the rounds'
+# ratios)
+my %round;
+my $rss0 = worker_rss();
 for my $r (0 .. $ROUNDS - 1) {
+    my $of = sprintf '%d events (round %d of %d)', $per_round, $r + 1,
+                     $ROUNDS;
+    settle();
+    print "edge: $of, $C connections ...\n";
+    my $e = post_all($url, $file{"edge$r"}, $per_round);
+    $e->{tps} = $e->{rps};
+    push @{ $round{edge} }, $e;
+
+    if ($peer_url) {
+        settle();
+        print "peer: $of, $C connections ...\n";
+        my $q = post_all($peer_url, $file{"peer$r"}, $per_round);
+        $q->{tps} = $q->{rps};
+        push @{ $round{peer} }, $q;
+    }
+
     for my $load (['ingest', 'pgbench'], ['lean', 'lean'],
                   ['lean_guarded', 'guarded']) {
         my ($fn, $base) = @$load;
         settle();
-        printf "%s: %d events, %d clients (round %d of %d) ...\n", $fn,
-               $per_round, $PGC, $r + 1, $ROUNDS;
+        print "$fn: $of, $PGC clients ...\n";
         push @{ $round{$fn} },
             pgbench($fn, $BASE{$base} + $W + $r * $per_round, $per_round);
     }
 }
+my $rss1 = worker_rss();
+my $stored = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
+                       . "WHERE provider_payment_id LIKE 'pi\\_er%'");
 
 sub median {
     my @v = sort { $a <=> $b } @_;
@@ -364,6 +375,24 @@ sub summary {
     }
     return \%m;
 }
+# wrk's figures over the rounds: medians, requests summed
+sub wrk_summary {
+    my ($runs) = @_;
+    return undef unless $runs;
+    my %m = (rps => median(map { $_->{rps} // 0 } @$runs),
+             raw => join("\n", map { $_->{raw} } @$runs));
+    for my $k (qw(p50 p99)) {
+        # wrk prints a unit: the median of the values in ms
+        $m{$k} = sprintf '%.2fms', median(map {
+            my ($v, $u) = ($_->{$k} // '0ms') =~ /([\d.]+)(\w+)/;
+            $v * ($u eq 's' ? 1000 : $u eq 'us' ? 0.001 : 1) } @$runs);
+    }
+    $m{requests} += $_->{requests} // 0 for @$runs;
+    $m{non200} += $_->{non200} // 0 for @$runs;
+    return \%m;
+}
+my $hook = wrk_summary($round{edge});
+my $peer = wrk_summary($round{peer});
 my $pg = summary($round{ingest});
 my $lean = summary($round{lean});
 my $guarded = summary($round{lean_guarded});
@@ -387,8 +416,6 @@ my $lean_stored = stored('lean.credit', $lean->{tags});
 my $problems = join "\n", $sb->log_problems;
 $sb->stop_nginx;
 kill 'TERM', -$peer_pid if $peer_pid;
-
-sub ratio { my ($a, $b) = @_; return $b ? sprintf('%.2f', $a / $b) : '-' }
 
 my $cpu = `nproc`; chomp $cpu;
 printf "\n%s\n", '=' x 76;
@@ -414,10 +441,10 @@ for my $r (["pgbench ingest(), c=$PGC", $pg],
 printf "%-40s %10.0f %10s %10s\n", "nginx return 200, c=$C",
     $plain->{rps} // 0, $plain->{p50} // '-', $plain->{p99} // '-';
 printf "%s\n", '-' x 76;
-printf "edge / pgbench    %5s   (target >= 0.90)\n",
-    ratio($hook->{rps}, $pg->{tps});
+printf "edge / pgbench    %5.2f   (target >= 0.90)\n",
+    round_ratio('edge', 'ingest');
 printf "edge / peer       %5s   (target >= 2.50)\n",
-    $peer ? ratio($hook->{rps}, $peer->{rps}) : '-';
+    $peer ? sprintf('%.2f', round_ratio('edge', 'peer')) : '-';
 printf "pgbench / lean    %5.2f   (target >= 0.90)\n",
     round_ratio('ingest', 'lean');
 printf "pgbench / lean with ingest()'s constraints  %5.2f   (what the rest "
@@ -426,7 +453,8 @@ printf "lean with constraints / lean                %5.2f   (what the "
        . "constraints cost)\n", round_ratio('lean_guarded', 'lean');
 printf "%s\n", '-' x 76;
 printf "edge: %s requests, non-200: %s, credits stored: %s of %d\n",
-    $hook->{requests} // '?', $hook->{non200} // '?', $stored, $N;
+    $hook->{requests} // '?', $hook->{non200} // '?', $stored,
+    $per_round * $ROUNDS;
 printf "peer: %s requests, non-200: %s\n",
     $peer->{requests} // '?', $peer->{non200} // '?' if $peer;
 printf "pgbench: %d transactions, failed: %s, credits stored: %s\n",
