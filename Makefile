@@ -88,8 +88,20 @@ module: $(MODULE_SO)
 # The module is configured in a private copy of the nginx tree: nginx's
 # configure writes a Makefile into the tree it runs in, and the packaged
 # tree belongs to root.
+# nginx's configure rewrites every ".c", ".cc", ".cpp" or ".S" in a
+# dynamic module's object paths to ".o" (auto/make's sed is not anchored
+# to the name's end): a tree under such a directory (a mktemp dir
+# "x.cQ3v", "~/.cache/...") fails to link with "No rule to make target".
+# Said at once, in words.
+NGX_PATH_CHECK = case '$(CURDIR)' in *.c*|*.S*) \
+	    echo "make: nginx's configure cannot build a module under" \
+	         "$(CURDIR): its path contains \".c\" or \".S\", which" \
+	         "nginx rewrites in object names; clone it elsewhere" >&2; \
+	    exit 1;; esac
+
 ifeq ($(NGINX_SRC),)
 $(MODULE_SO): $(MODULE_SRCS) $(BUILD_ID)
+	@$(NGX_PATH_CHECK)
 	@test -f $(DEBIAN_SRC)/conf_flags \
 	    || { echo "make: $(DEBIAN_SRC) missing: run 'make deps'" >&2; exit 1; }
 	rm -rf $(BUILD)/nginx-src && mkdir -p $(BUILD)
@@ -113,6 +125,7 @@ $(MODULE_SO): $(MODULE_SRCS) $(BUILD_ID)
 	@echo "built $@ for $$($(NGINX_BIN) -v 2>&1)"
 else
 $(MODULE_SO): $(MODULE_SRCS) $(BUILD_ID)
+	@$(NGX_PATH_CHECK)
 	mkdir -p $(BUILD) $(dir $@)
 	cd $(NGINX_SRC) && MT5CREDIT_COMMIT=$(COMMIT) ./configure \
 	    --with-compat --with-http_ssl_module \
@@ -128,6 +141,7 @@ static:
 	@test -n "$(NGINX_SRC)" \
 	    || { echo "make static: set NGINX_SRC=/path/to/nginx-x.y.z" >&2; \
 	         exit 1; }
+	@$(NGX_PATH_CHECK)
 	mkdir -p $(BUILD)
 	cd $(NGINX_SRC) && MT5CREDIT_COMMIT=$(COMMIT) ./configure \
 	    --with-http_ssl_module --add-module=$(CURDIR) \

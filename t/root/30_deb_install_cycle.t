@@ -94,7 +94,7 @@ my @debs = map { "$ROOT/build/deb/${_}_${version}_$arch.deb" } @PKGS;
 ok(-f $_, "built: $_") for @debs;
 
 my $user_before = defined getpwnam('mt5credit');
-my $tmp = tempdir('mt5credit-debcheck.XXXXXX', TMPDIR => 1, CLEANUP => 1);
+my $tmp = tempdir('mt5credit-debcheck-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 chmod 0755, $tmp;
 
 # whatever happens: nothing of ours stays installed
