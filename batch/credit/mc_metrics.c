@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mc_clock.h"
 #include "mc_log.h"
 #include "mc_metrics.h"
 #include "mc_mt5.h"
@@ -23,7 +24,6 @@ static void mc_metrics_observe(void *data, const char *path, int64_t ms,
     int rc, int retcode);
 static void mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c,
     FILE *f);
-static int64_t mc_metrics_now_ms(void);
 
 
 int
@@ -127,7 +127,7 @@ mc_metrics_round(mc_metrics_t *m, const mc_metrics_counts_t *c)
         return;
     }
 
-    now = mc_metrics_now_ms();
+    now = mc_now_ms();
     if (m->written_ms != 0 && now - m->written_ms < 1000) {
         return;
     }
@@ -234,11 +234,3 @@ mc_metrics_write(mc_metrics_t *m, const mc_metrics_counts_t *c, FILE *f)
 }
 
 
-static int64_t
-mc_metrics_now_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mc_clock.h"
 #include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_money.h"
@@ -58,15 +59,6 @@ static int mc_worker_db_trusted(mc_worker_t *w);
 static int mc_worker_db_checked(mc_worker_t *w);
 
 
-int64_t
-mc_worker_now_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 
 int
@@ -148,7 +140,7 @@ mc_worker_slots(mc_worker_t *w)
         return;
     }
 
-    now = mc_worker_now_ms();
+    now = mc_now_ms();
     fresh = mc_db_generation(w->db) != w->db_generation;
 
     if (!fresh && now < w->slot_retry_at) {
@@ -221,7 +213,7 @@ mc_worker_servers(mc_worker_t *w, const char **names, int max)
 
     mc_worker_slots(w);
 
-    now = mc_worker_now_ms();
+    now = mc_now_ms();
     n = 0;
 
     for (i = 0; i < w->nservers && n < max; i++) {
@@ -252,7 +244,7 @@ mc_worker_server(mc_worker_t *w, const char *name)
 void
 mc_worker_rest(mc_worker_t *w, mc_worker_server_t *s, const char *why)
 {
-    s->rest_until = mc_worker_now_ms() + w->cfg->server_backoff * 1000LL;
+    s->rest_until = mc_now_ms() + w->cfg->server_backoff * 1000LL;
 
     mc_log(MC_LOG_WARN, "server %s: %s; left alone for %ds",
            s->config->name, why, w->cfg->server_backoff);
@@ -327,7 +319,7 @@ mc_worker_drain(mc_worker_t *w)
              * The lease is measured from before the claim was asked for:
              * the local deadline then falls before the database's.
              */
-            t0 = mc_worker_now_ms();
+            t0 = mc_now_ms();
 
             rc = mc_db_claim(w->db, w->cfg->worker_name, w->cfg->lease,
                              names, n, &it);
@@ -660,7 +652,7 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
     /* only on the connection checked: a reconnect is checked first */
     if (!*w->stop && !w->have_next && mc_worker_db_checked(w)) {
         n = mc_worker_servers(w, names, MC_CONFIG_MAX_SERVERS);
-        w->claim_t0 = mc_worker_now_ms();
+        w->claim_t0 = mc_now_ms();
 
         if (n > 0
             && mc_db_send_claim(w->db, w->cfg->worker_name, w->cfg->lease,
@@ -677,7 +669,7 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
      */
     send_by = deadline - MC_WORKER_LEASE_MARGIN_MS;
 
-    if (mc_worker_now_ms() + w->cfg->call_timeout * 1000LL > send_by) {
+    if (mc_now_ms() + w->cfg->call_timeout * 1000LL > send_by) {
         mc_worker_collect_claim(w);
         mc_worker_release(w, it, "too little lease left for the call");
         return;
@@ -818,7 +810,7 @@ mc_worker_group(mc_worker_t *w, mc_worker_server_t *s, const char *name,
     mc_mt5_rc_e         rc;
     mc_worker_group_t  *g;
 
-    now = mc_worker_now_ms();
+    now = mc_now_ms();
 
     for (i = 0; i < s->ngroups; i++) {
         g = &s->groups[i];
@@ -967,7 +959,7 @@ mc_worker_run(mc_worker_t *w, int once)
            w->cfg->redis[0] ? "woken by Redis" : "polling only");
 
     while (!*w->stop) {
-        now = mc_worker_now_ms();
+        now = mc_now_ms();
 
         if (now >= next_sweep) {
             n = mc_db_sweep(w->db, w->cfg->worker_name);
@@ -1004,7 +996,7 @@ mc_worker_run(mc_worker_t *w, int once)
             }
         }
 
-        now = mc_worker_now_ms();
+        now = mc_now_ms();
         wait_ms = w->cfg->poll_interval * 1000;
 
         if (next_sweep - now < wait_ms) {

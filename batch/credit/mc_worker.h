@@ -94,7 +94,6 @@ int mc_worker_drain(mc_worker_t *w);
 int mc_resolver_round(mc_worker_t *w);
 
 /* internal to the worker and the resolver */
-int64_t mc_worker_now_ms(void);
 int mc_worker_servers(mc_worker_t *w, const char **names, int max);
 mc_worker_server_t *mc_worker_server(mc_worker_t *w, const char *name);
 

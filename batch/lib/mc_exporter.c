@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mc_clock.h"
 #include "mc_exporter.h"
 #include "mc_log.h"
 
@@ -50,7 +51,6 @@ static void mc_exporter_answer(int fd, int64_t deadline, const char *status,
     const char *extra, const char *body, size_t len, int head);
 static int mc_exporter_send(int fd, const char *p, size_t n,
     int64_t deadline);
-static int64_t mc_exporter_now_ms(void);
 
 
 int
@@ -320,7 +320,7 @@ mc_exporter_serve(mc_exporter_t *x, int fd)
     size_t    len;
     int64_t   deadline;
 
-    deadline = mc_exporter_now_ms() + MC_EXPORTER_DEADLINE;
+    deadline = mc_now_ms() + MC_EXPORTER_DEADLINE;
 
     n = mc_exporter_read_head(fd, req, sizeof(req), deadline);
     if (n == 0) {
@@ -399,7 +399,7 @@ mc_exporter_read_head(int fd, char *buf, size_t size, int64_t deadline)
     got = 0;
 
     for ( ;; ) {
-        wait = (int) (deadline - mc_exporter_now_ms());
+        wait = (int) (deadline - mc_now_ms());
         if (wait <= 0) {
             return 0;
         }
@@ -488,7 +488,7 @@ mc_exporter_send(int fd, const char *p, size_t n, int64_t deadline)
             return -1;
         }
 
-        wait = (int) (deadline - mc_exporter_now_ms());
+        wait = (int) (deadline - mc_now_ms());
         if (wait <= 0) {
             return -1;
         }
@@ -505,11 +505,3 @@ mc_exporter_send(int fd, const char *p, size_t n, int64_t deadline)
 }
 
 
-static int64_t
-mc_exporter_now_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mc_clock.h"
 #include "mc_log.h"
 #include "mc_provider_api.h"
 
@@ -27,7 +28,6 @@ static int mc_papi_perform(mc_papi_t *api, const char *path,
     struct curl_slist *headers, mc_papi_answer_t *a);
 static size_t mc_papi_write(char *p, size_t size, size_t n, void *arg);
 static void mc_papi_observe(mc_papi_t *api, long status, int64_t ms);
-static int64_t mc_papi_now_ms(void);
 
 
 int
@@ -231,7 +231,7 @@ mc_papi_perform(mc_papi_t *api, const char *path, struct curl_slist *headers,
     curl_easy_setopt(api->curl, CURLOPT_WRITEFUNCTION, mc_papi_write);
     curl_easy_setopt(api->curl, CURLOPT_WRITEDATA, a);
 
-    t0 = mc_papi_now_ms();
+    t0 = mc_now_ms();
     a->rc = curl_easy_perform(api->curl);
     curl_slist_free_all(headers);
 
@@ -241,12 +241,12 @@ mc_papi_perform(mc_papi_t *api, const char *path, struct curl_slist *headers,
               && a->rc != CURLE_COULDNT_RESOLVE_PROXY;
 
     if (a->rc != CURLE_OK && !a->too_big) {
-        mc_papi_observe(api, 0, mc_papi_now_ms() - t0);
+        mc_papi_observe(api, 0, mc_now_ms() - t0);
         return -1;
     }
 
     curl_easy_getinfo(api->curl, CURLINFO_RESPONSE_CODE, &a->status);
-    mc_papi_observe(api, a->status, mc_papi_now_ms() - t0);
+    mc_papi_observe(api, a->status, mc_now_ms() - t0);
     return 0;
 }
 
@@ -323,14 +323,6 @@ mc_papi_metrics(mc_exposition_t *out, const char *program,
 }
 
 
-static int64_t
-mc_papi_now_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 
 void

@@ -37,6 +37,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "mc_clock.h"
 #include "mc_mt5.h"
 #include "mc_mt5_auth.h"
 
@@ -90,7 +91,6 @@ struct mc_mt5_session_s {
 
 static char *mc_mt5_strdup(const char *s);
 static void mc_mt5_free_strings(mc_mt5_config_t *cfg);
-static int64_t mc_mt5_now_ms(void);
 static void mc_mt5_fail(mc_mt5_session_t *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void mc_mt5_note(mc_mt5_session_t *s, const char *what);
@@ -274,15 +274,6 @@ mc_mt5_config(mc_mt5_session_t *s)
 }
 
 
-static int64_t
-mc_mt5_now_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 
 /* "live1: /api/trade/balance: <what>"; never a secret in <what> */
@@ -461,7 +452,7 @@ mc_mt5_prereq(void *data, char *conn_primary_ip, char *conn_local_ip,
 
     s = data;
 
-    if (s->send_by_ms != 0 && mc_mt5_now_ms() >= s->send_by_ms) {
+    if (s->send_by_ms != 0 && mc_now_ms() >= s->send_by_ms) {
         s->too_late = 1;
         return CURL_PREREQFUNC_ABORT;
     }
@@ -623,7 +614,7 @@ mc_mt5_perform(mc_mt5_session_t *s, const mc_mt5_param_t *params, size_t n,
     OPENSSL_cleanse(url, strlen(url));
     free(url);
 
-    s->last_ms = mc_mt5_now_ms();
+    s->last_ms = mc_now_ms();
 
     if (s->refused) {
         mc_mt5_fail(s, "libcurl wanted a new connection (refused: a request "
@@ -691,12 +682,12 @@ mc_mt5_request(mc_mt5_session_t *s, const char *path,
     int64_t      t0;
     mc_mt5_rc_e  rc;
 
-    t0 = mc_mt5_now_ms();
+    t0 = mc_now_ms();
     rc = mc_mt5_exchange(s, path, params, n, root, retcode);
 
     /* the worker's metrics: every request, with what came of it */
     if (s->cfg.observe != NULL) {
-        s->cfg.observe(s->cfg.observe_data, path, mc_mt5_now_ms() - t0, rc,
+        s->cfg.observe(s->cfg.observe_data, path, mc_now_ms() - t0, rc,
                        *retcode);
     }
 
@@ -843,7 +834,7 @@ mc_mt5_live(mc_mt5_session_t *s)
 {
     /* the server drops a session idle for 180 s; do not race it */
     return s->authed && s->curl != NULL && s->sock != CURL_SOCKET_BAD
-           && mc_mt5_now_ms() - s->last_ms < MC_MT5_IDLE_MAX * 1000
+           && mc_now_ms() - s->last_ms < MC_MT5_IDLE_MAX * 1000
            && !mc_mt5_peer_gone(s);
 }
 
@@ -1039,7 +1030,7 @@ mc_mt5_keepalive(mc_mt5_session_t *s)
         return MC_MT5_OK;
     }
 
-    if (mc_mt5_now_ms() - s->last_ms < (int64_t) s->cfg.ping_interval * 1000)
+    if (mc_now_ms() - s->last_ms < (int64_t) s->cfg.ping_interval * 1000)
     {
         return MC_MT5_OK;
     }
@@ -1683,7 +1674,7 @@ mc_mt5_balance(mc_mt5_session_t *s, uint64_t login, int type,
     timeout_ms = s->cfg.timeout_ms;
 
     if (send_by_ms != 0) {
-        timeout_ms = send_by_ms - mc_mt5_now_ms();
+        timeout_ms = send_by_ms - mc_now_ms();
         timeout_ms = timeout_ms < 1 ? 1
                      : timeout_ms > s->cfg.timeout_ms ? s->cfg.timeout_ms
                      : timeout_ms;

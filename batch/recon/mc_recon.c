@@ -33,6 +33,7 @@
 #include <openssl/evp.h>
 
 #include "mc_alert.h"
+#include "mc_clock.h"
 #include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_mt5.h"
@@ -105,7 +106,6 @@ static int mc_recon_input_error(mc_recon_t *r, PGresult *res);
 static int mc_recon_outputs(mc_recon_t *r, int64_t run_id,
     const char *verdict, int unchanged);
 static void mc_recon_rollback(mc_recon_t *r);
-static int64_t mc_recon_now_ms(void);
 static void mc_recon_phase(mc_recon_t *r, const char *what);
 
 
@@ -160,7 +160,7 @@ mc_recon_run(mc_config_t *cfg, const mc_recon_opts_t *o,
         goto done;
     }
 
-    r->started_ms = mc_recon_now_ms();
+    r->started_ms = mc_now_ms();
 
     if ((rc = mc_recon_digits(r)) != 0 || (rc = mc_recon_begin(r)) != 0
         || (rc = mc_recon_fetch_start(r)) != 0)
@@ -781,7 +781,7 @@ static void *
 mc_recon_fetch_thread(void *arg)
 {
     mc_recon_t  *r = arg;
-    int64_t      t0 = mc_recon_now_ms();
+    int64_t      t0 = mc_now_ms();
     char         err[1024];
 
     r->fetch_rc = mc_recon_fetch(r->cfg, r->fetch_copy, r->run_id,
@@ -797,7 +797,7 @@ mc_recon_fetch_thread(void *arg)
         snprintf(r->fetch_err, sizeof(r->fetch_err), "%s", err);
     }
 
-    r->fetch_ms = mc_recon_now_ms() - t0;
+    r->fetch_ms = mc_now_ms() - t0;
     __atomic_store_n(&r->fetch_done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
@@ -843,7 +843,7 @@ mc_recon_fetch_wait(mc_recon_t *r, int abandon)
     mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": MT5 deals fetched in "
            "%" PRId64 ".%01d s, beside the settlement", r->run_id,
            r->fetch_ms / 1000, (int) (r->fetch_ms % 1000 / 100));
-    r->started_ms = mc_recon_now_ms();
+    r->started_ms = mc_now_ms();
 
     if (r->settlement_incomplete != NULL) {
         return mc_recon_incomplete(r, r->settlement_incomplete);
@@ -1247,21 +1247,13 @@ mc_recon_rollback(mc_recon_t *r)
 }
 
 
-static int64_t
-mc_recon_now_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 
 /* where a run's time goes, for the operator and the benchmark */
 static void
 mc_recon_phase(mc_recon_t *r, const char *what)
 {
-    int64_t  now = mc_recon_now_ms(), ms = now - r->started_ms;
+    int64_t  now = mc_now_ms(), ms = now - r->started_ms;
 
     mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %s in %" PRId64
            ".%01d s", r->run_id, what, ms / 1000, (int) (ms % 1000 / 100));

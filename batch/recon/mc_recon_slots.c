@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mc_clock.h"
 #include "mc_log.h"
 #include "mc_pgconn.h"
 #include "mc_recon_slots.h"
@@ -17,7 +18,6 @@
 static int mc_recon_slots_try(mc_recon_slots_t *sl, int want, char *err,
     size_t errlen);
 static void mc_recon_pace(void *data);
-static int64_t mc_recon_now_us(void);
 
 
 int
@@ -54,7 +54,7 @@ mc_recon_slots_take(mc_recon_slots_t *sl, mc_config_t *cfg,
 
     /* the monotonic clock: a step of the wall clock neither ends the wait
        early nor makes it last for ever */
-    until = mc_recon_now_us() + (int64_t) cfg->recon_slot_wait * 1000000;
+    until = mc_now_us() + (int64_t) cfg->recon_slot_wait * 1000000;
     told = 0;
 
     for ( ;; ) {
@@ -63,7 +63,7 @@ mc_recon_slots_take(mc_recon_slots_t *sl, mc_config_t *cfg,
             break;
         }
 
-        if (mc_recon_now_us() >= until || (stop != NULL && *stop)) {
+        if (mc_now_us() >= until || (stop != NULL && *stop)) {
             snprintf(err, errlen, "MT5 server %s: no Web API session slot "
                      "free in %d s: all %d are held (workers, another run); "
                      "sessions is the cap for workers and reconciliation "
@@ -178,7 +178,7 @@ mc_recon_pace(void *data)
     mc_recon_slots_t  *sl = data;
 
     pthread_mutex_lock(&sl->lock);
-    now = mc_recon_now_us();
+    now = mc_now_us();
     at = sl->next_us > now ? sl->next_us : now;
     sl->next_us = at + sl->interval_us;
     pthread_mutex_unlock(&sl->lock);
@@ -193,11 +193,3 @@ mc_recon_pace(void *data)
 }
 
 
-static int64_t
-mc_recon_now_us(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
