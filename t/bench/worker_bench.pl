@@ -96,7 +96,8 @@ sub drain {
 
     my @names = map { "bench$_" } 1 .. $workers;
     $st->start_worker($_, call_timeout => 5, lease => 60,
-                      log_level => 'warn', poll_interval => 1)
+                      log_level => $ENV{BENCH_WORKER_LOG} || 'warn',
+                      poll_interval => 1)
         for @names;
     # polled seldom: each poll is a psql, CPU taken from what is measured
     my $until = time + 3600;
@@ -113,6 +114,21 @@ FROM mt5credit.credit_history h
 JOIN mt5credit.mt5_credit c ON c.id = h.credit_id
 WHERE c.provider_payment_id LIKE 'pi\\_bench\\_w${workers}l${latency}\\_%'
 SQL
+    # who made what, from when: a worker that joined late (a session slot
+    # found held, a slow login) shows here, not only in the ratio
+    my $who = $sb->sql1(<<"SQL");
+SELECT string_agg(format('%s %s from +%s s', actor, n, round(t, 1)), ', '
+                  ORDER BY actor)
+FROM (SELECT h.actor, count(*) AS n,
+             extract(epoch FROM min(h.at) - min(min(h.at)) OVER ()) AS t
+      FROM mt5credit.credit_history h
+      JOIN mt5credit.mt5_credit c ON c.id = h.credit_id
+      WHERE c.provider_payment_id LIKE 'pi\\_bench\\_w${workers}l${latency}\\_%'
+        AND h.to_status = 'done'
+      GROUP BY h.actor) x
+SQL
+    $who //= "";
+    print "  $workers workers at $latency ms, credits done by: $who\n";
     return $N / ($elapsed || 1e9);
 }
 

@@ -345,14 +345,22 @@ sub nginx_temp_paths {
         [ 'fastcgi', 'fastcgi' ], [ 'uwsgi', 'uwsgi' ], [ 'scgi', 'scgi' ];
 }
 
+# Whole or not at all: a process may be reading the file (a worker
+# started a moment ago reads the password file the next worker's config
+# writes again), so the content goes to a temporary file, renamed over
+# the old one, whose mode it keeps.
 sub write_file {
     my ($self, $name, $content) = @_;
     my $path = $name =~ m{^/} ? $name : "$self->{dir}/$name";
     make_path(dirname($path));
-    open my $fh, '>', $path or croak "$path: $!";
+    my $tmp = "$path.tmp-$$";
+    open my $fh, '>', $tmp or croak "$tmp: $!";
     binmode $fh;
-    print $fh $content;
-    close $fh;
+    print $fh $content or croak "$tmp: $!";
+    close $fh or croak "$tmp: $!";
+    my @old = stat $path;
+    chmod $old[2] & 07777, $tmp if @old;
+    rename $tmp, $path or croak "$path: $!";
     return $path;
 }
 
