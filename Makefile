@@ -77,11 +77,11 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 clang libclang-rt-14-dev pgbouncer \
                 debhelper dpkg-dev lintian
 
-.PHONY: all module batch sim unit deps demo test test-unit bench bench-peer soak \
+.PHONY: all module batch sim unit shims deps demo test test-unit bench bench-peer soak \
         fuzz fuzz-build install static check-upstream deb deb-check promtool \
         clean FORCE
 
-all: module batch sim unit
+all: module batch sim unit shims
 
 module: $(MODULE_SO)
 
@@ -205,6 +205,16 @@ $(BUILD)/t/mt5sim-obj/%.o: t/mt5sim/%.c $(wildcard t/mt5sim/*.h)
 $(MT5SIM): $(SIM_OBJS)
 	$(CC) -o $@ $^ $$(pkg-config --libs libmicrohttpd) -ljansson -lcrypto \
 	    -lpthread
+
+
+# Test doubles loaded into our own programs with LD_PRELOAD (t/shim/).
+SHIMS := $(BUILD)/t/mc_fsync_shim.so
+
+shims: $(SHIMS)
+
+$(BUILD)/t/mc_fsync_shim.so: t/shim/mc_fsync_shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) -shared -fPIC -o $@ $< -ldl
 
 
 # C unit tests: no servers, pure functions, vectors with their own clock.

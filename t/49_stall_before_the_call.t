@@ -15,6 +15,11 @@
 #     inside its lease or not at all, its record hangs (bounded by the
 #     connection's keepalives and tcp_user_timeout), another worker
 #     sweeps the lease, finds the one deal and records it
+#   - a balance call leaving before its claim is on disk (the rewind
+#     guard, batch/credit/mc_rewind.c): the claim's fdatasync runs beside
+#     the account checks, and the call waits for it; a flush that fails,
+#     or is not done while the call could still leave in time, releases
+#     the claim unsent
 
 use strict;
 use warnings;
@@ -110,6 +115,95 @@ $st->stop_worker('w1');
     $st->stop_worker('w2');
     $sb->reap('pgpath', 'TERM', 5);
 }
+
+# --- the disk under the kept claim stalls or fails -----------------------------
+
+# t/shim/mc_fsync_shim.c, in the worker: fdatasync() of its claim file
+# slowed or failed; it logs "shim: claim fdatasync: ..." after each
+my $SHIM = "$Mt5Credit::Sandbox::ROOT/build/t/mc_fsync_shim.so";
+ok(-f $SHIM, "the claim file's disk double is built: $SHIM");
+
+sub start_shimmed {
+    my ($name, %env) = @_;
+    local $ENV{LD_PRELOAD} = $SHIM;
+    local @ENV{keys %env} = values %env;
+    $st->start_worker($name, call_timeout => 3, lease => 14,
+                      settle_margin => 1);
+}
+sub flushes {
+    my @ended = $st->worker_log($_[0])
+                =~ /^shim: claim fdatasync: (on disk|failed)$/mg;
+    return \@ended;
+}
+my ($id5, $id6);
+
+# the first claim of a worker makes its file (by rename, no fdatasync):
+# a credit each, so that the next claim is the one flushed in place
+{
+    start_shimmed('w4', MC_SHIM_CLAIM_SYNC_MS => 4000);
+    my $first = $st->pay(login => 74901, amount => 4904);
+    ok($st->wait_status($first, 'done', 60), 'slow disk: a first credit');
+
+    my $calls = balance_requests();
+    my $gets = $sim->requests('/api/user/get') // 0;
+    my $id4 = $st->pay(login => 74901, amount => 4905);
+    ok(Mt5Credit::Worker::wait_for(sub {
+           ($sim->requests('/api/user/get') // 0) > $gets }, 20),
+       'the next claim is checked against MT5 ...');
+    is(scalar @{ flushes('w4') }, 0,
+       '... while its claim is still being flushed (the checks do not wait)');
+    is(balance_requests(), $calls, '... and no balance call has left yet');
+
+    ok($st->wait_status($id4, 'done', 60), 'the credit is done');
+    is_deeply(flushes('w4'), ['on disk'], '... after one flush, on disk');
+    like($st->worker_log('w4'),
+         qr/^shim: claim fdatasync: on disk\n(?:.*\n)*?.*credit=$id4\b.*trade\/balance/m,
+         '... and its balance call left after that flush ended');
+    is(scalar @{ $st->deals_with("dep:$id4") }, 1, '... one deal');
+    $st->stop_worker('w4');
+}
+
+{
+    start_shimmed('w5', MC_SHIM_CLAIM_SYNC_FAIL => 1);
+    my $first = $st->pay(login => 74901, amount => 4906);
+    ok($st->wait_status($first, 'done', 60), 'failing disk: a first credit');
+
+    my $calls = balance_requests();
+    $id5 = $st->pay(login => 74901, amount => 4907);
+    ok(Mt5Credit::Worker::wait_for(sub {
+           $st->worker_log('w5') =~ /credit=$id5\b.*claim could not be kept/ },
+           30),
+       'a claim whose flush failed is released, saying why');
+    $st->stop_worker('w5');
+    is(balance_requests(), $calls, '... and no balance call left for it');
+    like(join(' ', @{ $st->history_of($id5) }),
+         qr/^->pending pending>claimed claimed>pending/,
+         '... straight back to pending: nothing was sent');
+}
+
+{
+    # 9 s of room before the call could no longer leave in time
+    # (lease 14 - margin 2 - call 3): a flush of 12 s is not waited out
+    start_shimmed('w6', MC_SHIM_CLAIM_SYNC_MS => 12000);
+    ok($st->wait_status($id5, 'done', 60),
+       'stalled disk: the credit released above is its first claim, made');
+    is(scalar @{ $st->deals_with("dep:$id5") }, 1, '... one deal');
+
+    my $calls = balance_requests();
+    $id6 = $st->pay(login => 74901, amount => 4908);
+    ok(Mt5Credit::Worker::wait_for(sub {
+           $st->worker_log('w6') =~ /credit=$id6\b: its claim was not on disk within \d+ ms/ },
+           40),
+       'a claim whose flush outlasts the room for the call is released');
+    $st->stop_worker('w6');
+    is(balance_requests(), $calls, '... and no balance call left for it');
+}
+
+# a worker with a disk that works makes the released credit, once
+$st->start_worker('w7', call_timeout => 3, lease => 14, settle_margin => 1);
+ok($st->wait_status($id6, 'done', 60), 'the stalled claim is made in the end');
+is(scalar @{ $st->deals_with("dep:$id6") }, 1, '... one deal');
+$st->stop_worker('w7');
 
 is_deeply([ $sb->log_problems ], [], 'nginx logged no alert or crash');
 

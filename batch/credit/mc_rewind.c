@@ -19,9 +19,12 @@
  * place, with fdatasync(): within one sector a write is whole or absent
  * (pg_control relies on the same), and an unchanged size leaves the file
  * system's journal out of the way, which a new file and a rename are not
- * (2.6 ms instead of 0.6 ms next to a PostgreSQL syncing its WAL).  A
- * file is created, and a realigned one replaced, by rename, its directory
- * synced after.  The check holds "<state_dir>/.lock".
+ * (2.6 ms instead of 0.6 ms next to a PostgreSQL syncing its WAL).  The
+ * fdatasync() runs on a thread of its own while the worker's checks ask
+ * MT5 for the account, and the balance call waits for it: the call
+ * still never leaves before its claim is on disk.  A file is created, and
+ * a realigned one replaced, by rename, its directory synced after.  The
+ * check holds "<state_dir>/.lock".
  */
 
 
@@ -34,8 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "mc_clock.h"
 #include "mc_log.h"
 #include "mc_rewind.h"
 
@@ -59,8 +64,9 @@ static int mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts,
     int max);
 static int mc_rewind_record(char *buf, const char *sysid, int timeline,
     int64_t credit, int attempts);
-static int mc_rewind_overwrite(const char *path, const char *sysid,
-    int timeline, int64_t credit, int attempts);
+static int mc_rewind_flush_wait(mc_rewind_t *r, int64_t wait_ms);
+static int mc_rewind_flusher_start(mc_rewind_t *r);
+static void *mc_rewind_flusher(void *arg);
 static int mc_rewind_write(const char *path, const char *sysid, int timeline,
     int64_t credit, int attempts);
 static int mc_rewind_realign(mc_db_t *db, mc_rewind_fact_t *facts, int n,
@@ -74,6 +80,7 @@ mc_rewind_init(mc_rewind_t *r, const char *dir, const char *worker)
     size_t  i;
 
     memset(r, 0, sizeof(*r));
+    r->flush_fd = -1;
     snprintf(r->dir, sizeof(r->dir), "%s", dir);
 
     /* the worker's name as a file name: host:pid becomes host_pid */
@@ -101,6 +108,9 @@ mc_rewind_check(mc_rewind_t *r, mc_db_t *db, const char *worker, int lease,
     mc_rewind_rc_e      rc;
     mc_db_identity_t    id;
     mc_rewind_fact_t   *facts;
+
+    /* this worker's own line is on disk, or known not to be, first */
+    mc_rewind_settle(r);
 
     snprintf(lock, sizeof(lock), "%s/.lock", r->dir);
 
@@ -197,16 +207,267 @@ done:
 
 
 int
-mc_rewind_claimed(mc_rewind_t *r, int64_t credit, int attempts)
+mc_rewind_claim_start(mc_rewind_t *r, int64_t credit, int attempts)
 {
+    int   fd;
+    char  buf[MC_REWIND_RECORD];
+
+    mc_rewind_settle(r);
+    r->kept_credit = 0;
+
     if (r->system_identifier[0] == '\0') {
         mc_log(MC_LOG_ERROR, "credit=%" PRId64 ": the database was not "
                "checked; the claim is not acted on", credit);
         return -1;
     }
 
-    return mc_rewind_overwrite(r->file, r->system_identifier, r->timeline,
-                               credit, attempts);
+    if (mc_rewind_record(buf, r->system_identifier, r->timeline, credit,
+                         attempts)
+        != 0)
+    {
+        return -1;
+    }
+
+    /* by name each time: a realigned file is a new one */
+    fd = open(r->file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) {
+            mc_log(MC_LOG_ERROR, "state %s: %s", r->file, strerror(errno));
+            return -1;
+        }
+
+        /* the first claim makes the file, durable by name, at once */
+        if (mc_rewind_write(r->file, r->system_identifier, r->timeline,
+                            credit, attempts)
+            != 0)
+        {
+            return -1;
+        }
+
+        r->kept_credit = credit;
+        return 0;
+    }
+
+    if (pwrite(fd, buf, MC_REWIND_RECORD, 0) != MC_REWIND_RECORD) {
+        mc_log(MC_LOG_ERROR, "state %s: %s", r->file, strerror(errno));
+        close(fd);
+        return -1;
+    }
+
+    if (mc_rewind_flusher_start(r) != 0) {
+        /* no thread to be had: the claim is kept now */
+        if (fdatasync(fd) != 0) {
+            mc_log(MC_LOG_ERROR, "state %s: %s", r->file, strerror(errno));
+            close(fd);
+            return -1;
+        }
+
+        if (close(fd) != 0) {
+            mc_log(MC_LOG_ERROR, "state %s: %s", r->file, strerror(errno));
+            return -1;
+        }
+
+        r->kept_credit = credit;
+        return 0;
+    }
+
+    pthread_mutex_lock(&r->lock);
+    r->asked = 1;
+    r->flush_errno = 0;
+    r->flush_fd = fd;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+
+    r->flush_credit = credit;
+
+    return 0;
+}
+
+
+int
+mc_rewind_claim_kept(mc_rewind_t *r, int64_t credit, int64_t wait_ms)
+{
+    int  rc;
+
+    if (r->flusher_started && r->flush_fd >= 0
+        && r->flush_credit == credit)
+    {
+        rc = mc_rewind_flush_wait(r, wait_ms < 0 ? 0 : wait_ms);
+
+        if (rc == 0) {
+            mc_log(MC_LOG_ERROR, "credit=%" PRId64 ": its claim was not on "
+                   "disk within %" PRId64 " ms (%s)", credit,
+                   wait_ms < 0 ? 0 : wait_ms, r->file);
+            return -1;
+        }
+    }
+
+    if (r->kept_credit != credit) {
+        /* failed (logged), or never started for this credit */
+        return -1;
+    }
+
+    return 0;
+}
+
+
+void
+mc_rewind_settle(mc_rewind_t *r)
+{
+    /* in flight only with the thread made (mc_rewind_init() or not) */
+    if (r->flusher_started && r->flush_fd >= 0) {
+        (void) mc_rewind_flush_wait(r, -1);
+    }
+}
+
+
+void
+mc_rewind_free(mc_rewind_t *r)
+{
+    mc_rewind_settle(r);
+
+    if (!r->flusher_started) {
+        return;
+    }
+
+    pthread_mutex_lock(&r->lock);
+    r->stopping = 1;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+
+    pthread_join(r->flusher, NULL);
+    pthread_cond_destroy(&r->cond);
+    pthread_mutex_destroy(&r->lock);
+    r->flusher_started = 0;
+}
+
+
+/*
+ * The flush in flight: 1 once it ended (kept_credit says whether it
+ * succeeded, a failure is logged), 0 if it still runs after wait_ms
+ * (-1: for as long as it takes).
+ */
+static int
+mc_rewind_flush_wait(mc_rewind_t *r, int64_t wait_ms)
+{
+    int              err, asked;
+    struct timespec  until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    if (wait_ms > 0) {
+        until.tv_sec += wait_ms / 1000;
+        until.tv_nsec += (wait_ms % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+    }
+
+    pthread_mutex_lock(&r->lock);
+
+    while (r->asked) {
+        if (wait_ms < 0) {
+            pthread_cond_wait(&r->cond, &r->lock);
+
+        } else if (pthread_cond_timedwait(&r->cond, &r->lock, &until)
+                   == ETIMEDOUT)
+        {
+            break;
+        }
+    }
+
+    asked = r->asked;
+    err = r->flush_errno;
+
+    pthread_mutex_unlock(&r->lock);
+
+    if (asked) {
+        return 0;
+    }
+
+    if (err != 0) {
+        mc_log(MC_LOG_ERROR, "state %s: %s", r->file, strerror(err));
+        close(r->flush_fd);
+
+    } else if (close(r->flush_fd) != 0) {
+        mc_log(MC_LOG_ERROR, "state %s: %s", r->file, strerror(errno));
+
+    } else {
+        r->kept_credit = r->flush_credit;
+    }
+
+    r->flush_fd = -1;
+
+    return 1;
+}
+
+
+/* the flushing thread, made with the first claim; 0, or -1 (logged) */
+static int
+mc_rewind_flusher_start(mc_rewind_t *r)
+{
+    int                 rc;
+    pthread_condattr_t  attr;
+
+    if (r->flusher_started) {
+        return 0;
+    }
+
+    /* timed waits on the monotonic clock: a wall-clock step moves none */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&r->lock, NULL);
+
+    rc = pthread_create(&r->flusher, NULL, mc_rewind_flusher, r);
+    if (rc != 0) {
+        mc_log(MC_LOG_WARN, "state %s: no thread to flush claims (%s); "
+               "each is flushed before the checks", r->file, strerror(rc));
+        pthread_cond_destroy(&r->cond);
+        pthread_mutex_destroy(&r->lock);
+        return -1;
+    }
+
+    r->flusher_started = 1;
+
+    return 0;
+}
+
+
+/* runs each fdatasync() asked for, one at a time, until stopping */
+static void *
+mc_rewind_flusher(void *arg)
+{
+    mc_rewind_t  *r = arg;
+
+    int  fd, err;
+
+    pthread_mutex_lock(&r->lock);
+
+    for ( ;; ) {
+        while (!r->asked && !r->stopping) {
+            pthread_cond_wait(&r->cond, &r->lock);
+        }
+
+        if (!r->asked) {
+            break;
+        }
+
+        fd = r->flush_fd;
+        pthread_mutex_unlock(&r->lock);
+
+        err = fdatasync(fd) == 0 ? 0 : errno;
+
+        pthread_mutex_lock(&r->lock);
+        r->flush_errno = err;
+        r->asked = 0;
+        pthread_cond_broadcast(&r->cond);
+    }
+
+    pthread_mutex_unlock(&r->lock);
+
+    return NULL;
 }
 
 
@@ -292,45 +553,6 @@ mc_rewind_record(char *buf, const char *sysid, int timeline, int64_t credit,
     buf[MC_REWIND_RECORD - 1] = '\n';
 
     return 0;
-}
-
-
-/* the worker's own claim, over its line; the file made the first time */
-static int
-mc_rewind_overwrite(const char *path, const char *sysid, int timeline,
-    int64_t credit, int attempts)
-{
-    int   fd, ok;
-    char  buf[MC_REWIND_RECORD];
-
-    if (mc_rewind_record(buf, sysid, timeline, credit, attempts) != 0) {
-        return -1;
-    }
-
-    /* by name each time: a realigned file is a new one */
-    fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            return mc_rewind_write(path, sysid, timeline, credit, attempts);
-        }
-
-        mc_log(MC_LOG_ERROR, "state %s: %s", path, strerror(errno));
-        return -1;
-    }
-
-    ok = pwrite(fd, buf, MC_REWIND_RECORD, 0) == MC_REWIND_RECORD;
-    ok = ok && fdatasync(fd) == 0;
-
-    if (!ok) {
-        mc_log(MC_LOG_ERROR, "state %s: %s", path, strerror(errno));
-    }
-
-    if (close(fd) != 0 && ok) {
-        mc_log(MC_LOG_ERROR, "state %s: %s", path, strerror(errno));
-        ok = 0;
-    }
-
-    return ok ? 0 : -1;
 }
 
 

@@ -13,6 +13,7 @@
 #define MC_REWIND_H
 
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "mc_alert.h"
@@ -32,6 +33,22 @@ typedef struct {
     char   file[768];                 /* this worker's */
     char   system_identifier[32];     /* as last checked */
     int    timeline;
+
+    /*
+     * The last claim's fdatasync(), run by a thread of its own while the
+     * checks ask MT5 (flush_fd is -1 when none is in flight).  The thread
+     * and the worker share what is below `lock`.
+     */
+    int               flush_fd;
+    int64_t           flush_credit;
+    int64_t           kept_credit;     /* on disk; 0: none yet */
+    pthread_t         flusher;
+    pthread_mutex_t   lock;
+    pthread_cond_t    cond;
+    int               asked;           /* a flush to run, or running */
+    int               flush_errno;     /* how it ended: 0, on disk */
+    unsigned          flusher_started:1;
+    unsigned          stopping:1;
 } mc_rewind_t;
 
 
@@ -45,8 +62,26 @@ void mc_rewind_init(mc_rewind_t *r, const char *dir, const char *worker);
 mc_rewind_rc_e mc_rewind_check(mc_rewind_t *r, mc_db_t *db,
     const char *worker, int lease, const mc_alert_config_t *alert);
 
-/* a claim about to be acted on, kept (fsync'ed): 0, or -1 (logged) */
-int mc_rewind_claimed(mc_rewind_t *r, int64_t credit, int attempts);
+/*
+ * A claim about to be acted on: its line is written now and its
+ * fdatasync() started, to run while the checks ask MT5; 0, or -1
+ * (logged).  A flush still in flight from an earlier claim is waited for
+ * first.
+ */
+int mc_rewind_claim_start(mc_rewind_t *r, int64_t credit, int attempts);
+
+/*
+ * Before that claim's balance call may leave: 0 once the line is on
+ * disk, -1 (logged) if the flush failed, or is not done within wait_ms
+ * (it stays in flight; the next claim or check waits for it).
+ */
+int mc_rewind_claim_kept(mc_rewind_t *r, int64_t credit, int64_t wait_ms);
+
+/* waits for a flush in flight, if any, and closes its file */
+void mc_rewind_settle(mc_rewind_t *r);
+
+/* settles, and ends the flushing thread (the worker is stopping) */
+void mc_rewind_free(mc_rewind_t *r);
 
 
 #endif /* MC_REWIND_H */

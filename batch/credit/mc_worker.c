@@ -114,6 +114,9 @@ mc_worker_free(mc_worker_t *w)
         }
     }
 
+    /* the last claim's flush, if it still runs, ends before we do */
+    mc_rewind_free(&w->rewind);
+
     mc_metrics_close(&w->metrics);
     mc_wake_free(w->wake);
     mc_db_close(w->db);
@@ -443,8 +446,12 @@ mc_worker_process(mc_worker_t *w, mc_work_item_t *it, int64_t deadline)
            it->id, it->reference, it->server, it->login, it->attempts,
            it->direction, it->amount_minor, it->currency);
 
-    /* kept outside the database before anything can be sent for it */
-    if (mc_rewind_claimed(&w->rewind, it->id, it->attempts) != 0) {
+    /*
+     * Kept outside the database before its balance call can be sent: the
+     * line is written now, and its flush runs while MT5 is asked for the
+     * account (mc_worker_call() waits for it)
+     */
+    if (mc_rewind_claim_start(&w->rewind, it->id, it->attempts) != 0) {
         mc_worker_release(w, it, "the claim could not be kept outside the "
                           "database");
         return 0;
@@ -668,6 +675,19 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
      * waits for anything.
      */
     send_by = deadline - MC_WORKER_LEASE_MARGIN_MS;
+
+    /* the claim on disk first, waited for no longer than the call could
+       still leave in time */
+    if (mc_rewind_claim_kept(&w->rewind, it->id,
+                             send_by - w->cfg->call_timeout * 1000LL
+                             - mc_now_ms())
+        != 0)
+    {
+        mc_worker_collect_claim(w);
+        mc_worker_release(w, it, "the claim could not be kept outside the "
+                          "database");
+        return;
+    }
 
     if (mc_now_ms() + w->cfg->call_timeout * 1000LL > send_by) {
         mc_worker_collect_claim(w);
