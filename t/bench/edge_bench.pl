@@ -19,6 +19,11 @@
 #             ingest()'s tables with their CHECKs, generated columns and
 #             indexes (no triggers, no foreign keys): what the constraints
 #             cost, apart from the rest
+#   set       t/bench/set_ingest_probe.sql: the same paid events written
+#             set-based, BENCH_SET_K (16) per call, on mt5credit's own
+#             tables with every constraint and trigger: what an edge that
+#             commits concurrent webhooks together could reach (a probe:
+#             the product's ingest() takes one event per call)
 #   plain     nginx answering 200 from a plain location
 #
 # Every load first runs a warm-up of its own (W events, not counted), then
@@ -30,6 +35,7 @@
 #   edge / pgbench   target >= 0.90 (the edge adds nothing to the database)
 #   edge / peer      target >= 2.50
 #   pgbench / lean   target >= 0.90 (ingest() costs what its writes cost)
+#   set / lean       what the same writes cost set-based, beside it
 #
 # Every load runs in BENCH_ROUNDS (3) rounds of N / rounds events, all
 # loads side by side in each round; rates are the rounds' medians, and
@@ -56,6 +62,7 @@ my $WORKERS = $ENV{BENCH_WORKERS} || 2;
 my $POOL = $ENV{BENCH_POOL} || 8;
 my $PGC = $WORKERS * $POOL;
 my $ROUNDS = $ENV{BENCH_ROUNDS} || 3;
+my $SET_K = $ENV{BENCH_SET_K} || 16;
 my $FSYNC = lc($ENV{BENCH_FSYNC} // 'on') ne 'off';
 my $secret = 'whsec_bench_secret';
 my $root = $Mt5Credit::Sandbox::ROOT;
@@ -66,7 +73,7 @@ my $peer_modules = $ENV{BENCH_PEER_MODULES}
 my %BASE;
 {
     my $b = 0;
-    for my $load (qw(edge peer pgbench lean guarded)) {
+    for my $load (qw(edge peer pgbench set lean guarded)) {
         $BASE{$load} = $b;
         $b += $W + $N;
     }
@@ -76,10 +83,10 @@ my $sb = Mt5Credit::Sandbox->new(fsync => $FSYNC);
 $sb->start_postgres;
 my $secrets = $sb->write_file('stripe.secret', "$secret\n");
 
-print "preparing deposits: 3 x ", $W + $N, " for ingest(), 2 x ", $W + $N,
+print "preparing deposits: 4 x ", $W + $N, " for ingest(), 2 x ", $W + $N,
       " for the lean functions (fsync ", ($FSYNC ? 'on' : 'off'), ") ...\n";
 # created directly (the portal's create_deposit() is not what is measured)
-my $total = 3 * ($W + $N);
+my $total = 4 * ($W + $N);
 my $lean_from = $BASE{lean} + 1;
 my $lean_to = $BASE{lean} + $W + $N;
 $sb->psql(<<"SQL");
@@ -91,7 +98,7 @@ SELECT 'bench', 'bench-key-' || g, 'stripe', 'live1', 9001, 1000, 'USD',
        'USD', 1000
 FROM generate_series(1, $total) g;
 SQL
-for my $f ('lean_ingest.sql', 'lean_guarded.sql') {
+for my $f ('lean_ingest.sql', 'lean_guarded.sql', 'set_ingest_probe.sql') {
     open my $fh, '<', "$root/t/bench/$f" or die "$f: $!";
     local $/;
     $sb->psql(<$fh>);
@@ -268,6 +275,7 @@ sub wal_bytes {
 my $pgbench_n = 0;
 sub pgbench {
     my ($which, $from, $count) = @_;
+    return pgbench_set($from, $count) if $which eq 'set';
     my $per = int($count / $PGC) || 1;
     my $call = $which ne 'ingest'
         ? qq{SELECT $which.ingest('stripe', convert_to(%s, 'UTF8'), }
@@ -296,6 +304,36 @@ sub pgbench {
     return \%p;
 }
 
+# the set-based probe: SET_K events per call, deposits from+1 .. from+count;
+# its rate is in events per second
+sub pgbench_set {
+    my ($from, $count) = @_;
+    my $per = int($count / $PGC / $SET_K) || 1;
+    my $body = q[format('{"id":"evt_%s_%s","object":"event","type":]
+        . q["payment_intent.succeeded","data":{"object":{"id":"pi_%s_%s",]
+        . q["object":"payment_intent","amount":1000,"amount_received":1000,]
+        . q["currency":"usd","status":"succeeded","metadata":]
+        . q[{"deposit_id":"dep_%s"}}}}', :tag::text, g::text, :tag::text, ]
+        . q[g::text, lpad(g::text, 6, '0'))];
+    my $script = $sb->write_file('load-' . ++$pgbench_n . '.pgbench',
+        "\\set k :k + 1\n"
+        . "\\set n ((:client_id) * :per + :k) * $SET_K + :from\n"
+        . "SELECT mt5credit.bench_set_ingest(ARRAY(SELECT convert_to($body, "
+        . "'UTF8') FROM generate_series(:n - $SET_K + 1, :n) g), "
+        . "extract(epoch FROM now())::bigint);\n");
+    my $tag = "p$pgbench_n";
+    my @pg = $sb->psql_args('edge');
+    my $lsn0 = wal_bytes();
+    my $out = `pgbench -n -M prepared -c $PGC -j 2 -t $per -D k=0 -D per=$per -D from=$from -D tag=$tag -f $script @pg 2>&1`;
+    my $events = $per * $PGC * $SET_K;
+    my %p = (raw => $out, transactions => $events, tag => $tag,
+             wal => (wal_bytes() - $lsn0) / $events);
+    $p{tps} = $1 * $SET_K if $out =~ /tps = ([\d.]+)/;
+    $p{lat} = $1 if $out =~ /latency average = ([\d.]+ ms)/;
+    $p{failed} = $1 if $out =~ /number of failed transactions: (\d+)/;
+    return \%p;
+}
+
 # before each load: nothing left for autovacuum to do on its clock, plans
 # made on counted tables, and every dirty page flushed
 sub settle { $sb->psql('VACUUM ANALYZE; CHECKPOINT;') }
@@ -313,6 +351,7 @@ if ($W) {
     pgbench('ingest', $BASE{pgbench}, $W);
     pgbench('lean', $BASE{lean}, $W);
     pgbench('lean_guarded', $BASE{guarded}, $W);
+    pgbench('set', $BASE{set}, $W);
 }
 
 print "plain location, 10 s, $C connections ...\n";
@@ -342,7 +381,7 @@ for my $r (0 .. $ROUNDS - 1) {
     }
 
     for my $load (['ingest', 'pgbench'], ['lean', 'lean'],
-                  ['lean_guarded', 'guarded']) {
+                  ['lean_guarded', 'guarded'], ['set', 'set']) {
         my ($fn, $base) = @$load;
         settle();
         print "$fn: $of, $PGC clients ...\n";
@@ -396,6 +435,7 @@ my $peer = wrk_summary($round{peer});
 my $pg = summary($round{ingest});
 my $lean = summary($round{lean});
 my $guarded = summary($round{lean_guarded});
+my $set = summary($round{set});
 
 # the median of the rounds' ratios
 sub round_ratio {
@@ -412,6 +452,7 @@ sub stored {
 }
 my $pg_stored = stored('mt5credit.mt5_credit', $pg->{tags});
 my $lean_stored = stored('lean.credit', $lean->{tags});
+my $set_stored = stored('mt5credit.mt5_credit', $set->{tags});
 
 my $problems = join "\n", $sb->log_problems;
 $sb->stop_nginx;
@@ -434,8 +475,9 @@ if ($peer) {
 }
 for my $r (["pgbench ingest(), c=$PGC", $pg],
            ["lean function, same writes, c=$PGC", $lean],
-           ["lean, ingest()'s constraints, c=$PGC", $guarded]) {
-    printf "%-40s %10.0f %10s   WAL %5.0f B/txn\n", $r->[0],
+           ["lean, ingest()'s constraints, c=$PGC", $guarded],
+           ["set-based probe, $SET_K per call, c=$PGC", $set]) {
+    printf "%-40s %10.0f %10s   WAL %5.0f B/event\n", $r->[0],
         $r->[1]{tps} // 0, "avg $r->[1]{lat}", $r->[1]{wal} // 0;
 }
 printf "%-40s %10.0f %10s %10s\n", "nginx return 200, c=$C",
@@ -451,6 +493,8 @@ printf "pgbench / lean with ingest()'s constraints  %5.2f   (what the rest "
        . "costs)\n", round_ratio('ingest', 'lean_guarded');
 printf "lean with constraints / lean                %5.2f   (what the "
        . "constraints cost)\n", round_ratio('lean_guarded', 'lean');
+printf "set-based probe / lean                      %5.2f   (the same "
+       . "writes, %d per statement)\n", round_ratio('set', 'lean'), $SET_K;
 printf "%s\n", '-' x 76;
 printf "edge: %s requests, non-200: %s, credits stored: %s of %d\n",
     $hook->{requests} // '?', $hook->{non200} // '?', $stored,
@@ -461,6 +505,8 @@ printf "pgbench: %d transactions, failed: %s, credits stored: %s\n",
     $pg->{transactions}, $pg->{failed} // 0, $pg_stored;
 printf "lean: %d transactions, failed: %s, credits stored: %s\n",
     $lean->{transactions}, $lean->{failed} // 0, $lean_stored;
+printf "set-based probe: %d events, failed calls: %s, credits stored: %s\n",
+    $set->{transactions}, $set->{failed} // 0, $set_stored;
 printf "nginx worker RSS: %d KiB before, %d KiB after %s requests (%+d KiB)\n",
     $rss0, $rss1, $hook->{requests} // '?', $rss1 - $rss0;
 print "log problems:\n$problems\n" if $problems;
@@ -469,4 +515,5 @@ if ($ENV{BENCH_VERBOSE}) {
     print "(peer wrk)\n$peer->{raw}\n" if $peer;
     print "(pgbench ingest)\n$pg->{raw}\n(pgbench lean)\n$lean->{raw}\n";
     print "(pgbench lean_guarded)\n$guarded->{raw}\n";
+    print "(pgbench set-based probe)\n$set->{raw}\n";
 }
