@@ -272,63 +272,51 @@ sub wal_bytes {
     return $sb->sql1("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')");
 }
 
+# the SQL of a paid event's body for deposit number $n (a pgbench
+# variable, or a column of generate_series)
+sub body_sql {
+    my ($n) = @_;
+    return q[format('{"id":"evt_%s_%s","object":"event","type":]
+        . q["payment_intent.succeeded","data":{"object":{"id":"pi_%s_%s",]
+        . q["object":"payment_intent","amount":1000,"amount_received":1000,]
+        . q["currency":"usd","status":"succeeded","metadata":]
+        . qq[{"deposit_id":"dep_%s"}}}}', :tag::text, $n\::text, :tag::text, ]
+        . qq[$n\::text, lpad($n\::text, 6, '0'))];
+}
+
+# a load of $per transactions for each of $PGC clients, $k events each
+# (deposits from+1 .. from+count): rates in events per second
 my $pgbench_n = 0;
 sub pgbench {
     my ($which, $from, $count) = @_;
-    return pgbench_set($from, $count) if $which eq 'set';
-    my $per = int($count / $PGC) || 1;
-    my $call = $which ne 'ingest'
-        ? qq{SELECT $which.ingest('stripe', convert_to(%s, 'UTF8'), }
-          . q{extract(epoch FROM now())::bigint);}
-        : q{SELECT outcome FROM mt5credit.ingest('stripe', NULL, }
-          . q{convert_to(%s, 'UTF8'), 'stripe', }
-          . q{extract(epoch FROM now())::bigint, NULL);};
-    my $body = q[format('{"id":"evt_%s_%s","object":"event","type":]
-        . q["payment_intent.succeeded","data":{"object":{"id":"pi_%s_%s",]
-        . q["object":"payment_intent","amount":1000,"amount_received":1000,]
-        . q["currency":"usd","status":"succeeded","metadata":]
-        . q[{"deposit_id":"dep_%s"}}}}', :tag::text, :n::text, :tag::text, ]
-        . q[:n::text, lpad(:n::text, 6, '0'))];
+    my $k = $which eq 'set' ? $SET_K : 1;
+    my $per = int($count / $PGC / $k) || 1;
+    my $sql;
+    if ($which eq 'set') {
+        $sql = "\\set n ((:client_id) * :per + :k) * $k + :from\n"
+            . 'SELECT mt5credit.bench_set_ingest(ARRAY(SELECT convert_to('
+            . body_sql('g') . ", 'UTF8') FROM generate_series(:n - $k + 1, "
+            . ':n) g), extract(epoch FROM now())::bigint);';
+    } elsif ($which eq 'ingest') {
+        $sql = "\\set n (:client_id) * :per + :k + :from\n"
+            . q{SELECT outcome FROM mt5credit.ingest('stripe', NULL, }
+            . 'convert_to(' . body_sql(':n') . q{, 'UTF8'), 'stripe', }
+            . q{extract(epoch FROM now())::bigint, NULL);};
+    } else {
+        $sql = "\\set n (:client_id) * :per + :k + :from\n"
+            . "SELECT $which.ingest('stripe', convert_to(" . body_sql(':n')
+            . q{, 'UTF8'), extract(epoch FROM now())::bigint);};
+    }
     my $script = $sb->write_file('load-' . ++$pgbench_n . '.pgbench',
-        "\\set k :k + 1\n\\set n (:client_id) * :per + :k + :from\n"
-        . sprintf($call, $body) . "\n");
+                                 "\\set k :k + 1\n$sql\n");
     my $tag = "p$pgbench_n";
     my @pg = $sb->psql_args('edge');
     my $lsn0 = wal_bytes();
     my $out = `pgbench -n -M prepared -c $PGC -j 2 -t $per -D k=0 -D per=$per -D from=$from -D tag=$tag -f $script @pg 2>&1`;
-    my %p = (raw => $out, transactions => $per * $PGC, tag => $tag,
-             wal => (wal_bytes() - $lsn0) / ($per * $PGC));
-    $p{tps} = $1 if $out =~ /tps = ([\d.]+)/;
-    $p{lat} = $1 if $out =~ /latency average = ([\d.]+ ms)/;
-    $p{failed} = $1 if $out =~ /number of failed transactions: (\d+)/;
-    return \%p;
-}
-
-# the set-based probe: SET_K events per call, deposits from+1 .. from+count;
-# its rate is in events per second
-sub pgbench_set {
-    my ($from, $count) = @_;
-    my $per = int($count / $PGC / $SET_K) || 1;
-    my $body = q[format('{"id":"evt_%s_%s","object":"event","type":]
-        . q["payment_intent.succeeded","data":{"object":{"id":"pi_%s_%s",]
-        . q["object":"payment_intent","amount":1000,"amount_received":1000,]
-        . q["currency":"usd","status":"succeeded","metadata":]
-        . q[{"deposit_id":"dep_%s"}}}}', :tag::text, g::text, :tag::text, ]
-        . q[g::text, lpad(g::text, 6, '0'))];
-    my $script = $sb->write_file('load-' . ++$pgbench_n . '.pgbench',
-        "\\set k :k + 1\n"
-        . "\\set n ((:client_id) * :per + :k) * $SET_K + :from\n"
-        . "SELECT mt5credit.bench_set_ingest(ARRAY(SELECT convert_to($body, "
-        . "'UTF8') FROM generate_series(:n - $SET_K + 1, :n) g), "
-        . "extract(epoch FROM now())::bigint);\n");
-    my $tag = "p$pgbench_n";
-    my @pg = $sb->psql_args('edge');
-    my $lsn0 = wal_bytes();
-    my $out = `pgbench -n -M prepared -c $PGC -j 2 -t $per -D k=0 -D per=$per -D from=$from -D tag=$tag -f $script @pg 2>&1`;
-    my $events = $per * $PGC * $SET_K;
+    my $events = $per * $PGC * $k;
     my %p = (raw => $out, transactions => $events, tag => $tag,
              wal => (wal_bytes() - $lsn0) / $events);
-    $p{tps} = $1 * $SET_K if $out =~ /tps = ([\d.]+)/;
+    $p{tps} = $1 * $k if $out =~ /tps = ([\d.]+)/;
     $p{lat} = $1 if $out =~ /latency average = ([\d.]+ ms)/;
     $p{failed} = $1 if $out =~ /number of failed transactions: (\d+)/;
     return \%p;
