@@ -946,7 +946,14 @@ for my $sig ('text,text,bytea,text,bigint', 'text,text,bytea,text,bigint,text') 
        'TABLE(outcome text, credit_id bigint, event_row_id bigint, detail text)',
        "ingest($sig) returns only outcome, credit_id, event_row_id and detail");
 }
-# the edge's, and the older edge's without a request id (sql/051)
+is($sb->sql1("SELECT pg_get_function_result('mt5credit.ingest_batch("
+             . "text[],text[],bytea[],text[],bigint[],text[])'::regprocedure)"),
+   'TABLE(ord integer, outcome text, credit_id bigint, event_row_id bigint, '
+   . 'detail text, error_code text, error_message text)',
+   'ingest_batch() returns only what ingest() does, per element, with its '
+   . 'position and error');
+# the edge's, the older edge's without a request id (sql/051), and the
+# batch of several (sql/062)
 is(join(',', map { $_->[0] } @{ $sb->psql(<<'SQL') }),
 SELECT p.oid::regprocedure FROM pg_proc p
 JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -955,8 +962,10 @@ WHERE n.nspname = 'mt5credit'
 ORDER BY 1::text
 SQL
    'mt5credit.ingest(text,text,bytea,text,bigint),'
-   . 'mt5credit.ingest(text,text,bytea,text,bigint,text)',
-   'ingest() is the only function the edge role may execute');
+   . 'mt5credit.ingest(text,text,bytea,text,bigint,text),'
+   . 'mt5credit.ingest_batch(text[],text[],bytea[],text[],bigint[],text[])',
+   'ingest() and ingest_batch() are the only functions the edge role may '
+   . 'execute');
 for my $t ('deposit', 'mt5_credit', 'webhook_event', '"case"') {
     like($sb->psql("SELECT count(*) FROM mt5credit.$t", user => 'edge',
                    may_fail => 1),

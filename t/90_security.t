@@ -63,8 +63,9 @@ SQL
 
 is_deeply(table_privileges('edge'), [], 'the edge role has no privilege on '
           . 'any table');
-is_deeply(functions_of('edge'), [ 'ingest' ],
-          '... and may execute ingest() and nothing else');
+is_deeply(functions_of('edge'), [ 'ingest', 'ingest_batch' ],
+          '... and may execute ingest() and ingest_batch() (several '
+          . 'webhooks, each as ingest()) and nothing else');
 like($sb->psql('SELECT count(*) FROM mt5credit.webhook_event', user => 'edge',
                may_fail => 1), qr/permission denied/,
      '... it cannot read the events it stored');
