@@ -68,7 +68,7 @@ static ngx_int_t ngx_mt5_credit_start_ingest(ngx_http_request_t *r,
 static void ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
     ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err);
 static ngx_int_t ngx_mt5_credit_ingest_answer(ngx_http_request_t *r,
-    PGresult *res);
+    PGresult *res, ngx_uint_t row);
 static void ngx_mt5_credit_cleanup(void *data);
 static ngx_int_t ngx_mt5_credit_reject(ngx_http_request_t *r,
     ngx_mt5_credit_ctx_t *ctx, ngx_mt5_credit_sig_rc_e rc, int64_t skew);
@@ -419,7 +419,7 @@ ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
     switch (rc) {
 
     case NGX_MT5_CREDIT_PG_OK:
-        status = ngx_mt5_credit_ingest_answer(r, res);
+        status = ngx_mt5_credit_ingest_answer(r, res, op->row);
         break;
 
     case NGX_MT5_CREDIT_PG_FAILED:
@@ -463,12 +463,14 @@ ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
 
 
 /*
- * The committed result: one row (outcome, credit_id, event_row_id,
- * detail).  Wakes a worker if a credit was created, then answers.
+ * The committed result: row row of res (outcome, credit_id, event_row_id,
+ * detail): ingest()'s one row, or this webhook's of a batch.  Wakes a
+ * worker if a credit was created, then answers.
  */
 
 static ngx_int_t
-ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
+ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res,
+    ngx_uint_t row)
 {
     u_char                      *json, *p;
     size_t                       len;
@@ -483,21 +485,24 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res)
     lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
     mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
 
-    if (PQntuples(res) != 1 || PQnfields(res) != 4) {
+    /* ingest()'s one row of four; a batch's one row per webhook, of 7 */
+    if (!(PQnfields(res) == 4 && PQntuples(res) == 1 && row == 0)
+        && !(PQnfields(res) == 7 && (ngx_uint_t) PQntuples(res) > row))
+    {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mt5_credit: ingest() returned %d rows of %d columns",
                       PQntuples(res), PQnfields(res));
         return ngx_mt5_credit_unavailable(r, NGX_MT5_CREDIT_STAT_DB_ERROR);
     }
 
-    outcome.data = (u_char *) PQgetvalue(res, 0, 0);
-    outcome.len = PQgetlength(res, 0, 0);
-    credit_id.data = (u_char *) PQgetvalue(res, 0, 1);
-    credit_id.len = PQgetlength(res, 0, 1);
-    event_id.data = (u_char *) PQgetvalue(res, 0, 2);
-    event_id.len = PQgetlength(res, 0, 2);
-    detail.data = (u_char *) PQgetvalue(res, 0, 3);
-    detail.len = PQgetlength(res, 0, 3);
+    outcome.data = (u_char *) PQgetvalue(res, (int) row, 0);
+    outcome.len = PQgetlength(res, (int) row, 0);
+    credit_id.data = (u_char *) PQgetvalue(res, (int) row, 1);
+    credit_id.len = PQgetlength(res, (int) row, 1);
+    event_id.data = (u_char *) PQgetvalue(res, (int) row, 2);
+    event_id.len = PQgetlength(res, (int) row, 2);
+    detail.data = (u_char *) PQgetvalue(res, (int) row, 3);
+    detail.len = PQgetlength(res, (int) row, 3);
 
     /* the result is freed before the access log is written: copies */
     ctx = ngx_http_get_module_ctx(r, ngx_mt5_credit_module);

@@ -82,6 +82,10 @@ static ngx_conf_num_bounds_t  ngx_mt5_credit_max_requests_bounds = {
     ngx_conf_check_num_bounds, 1, 100000000
 };
 
+static ngx_conf_num_bounds_t  ngx_mt5_credit_batch_bounds = {
+    ngx_conf_check_num_bounds, 1, NGX_MT5_CREDIT_PG_BATCH_MAX
+};
+
 static ngx_conf_post_t  ngx_mt5_credit_key_post = {
     ngx_mt5_credit_check_key
 };
@@ -149,6 +153,13 @@ static ngx_command_t  ngx_mt5_credit_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_mt5_credit_main_conf_t, pg_max_requests),
       &ngx_mt5_credit_max_requests_bounds },
+
+    { ngx_string("mt5_credit_postgres_batch"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_mt5_credit_main_conf_t, pg_batch),
+      &ngx_mt5_credit_batch_bounds },
 
     { ngx_string("mt5_credit_retry_after"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -303,6 +314,7 @@ ngx_mt5_credit_create_main_conf(ngx_conf_t *cf)
     mcf->pg_pool_size = NGX_CONF_UNSET_UINT;
     mcf->pg_queue_size = NGX_CONF_UNSET_UINT;
     mcf->pg_max_requests = NGX_CONF_UNSET_UINT;
+    mcf->pg_batch = NGX_CONF_UNSET_UINT;
     mcf->pg_connect_timeout = NGX_CONF_UNSET_MSEC;
     mcf->pg_query_timeout = NGX_CONF_UNSET_MSEC;
     mcf->pg_queue_timeout = NGX_CONF_UNSET_MSEC;
@@ -323,6 +335,7 @@ ngx_mt5_credit_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_uint_value(mcf->pg_pool_size, 4);
     ngx_conf_init_uint_value(mcf->pg_queue_size, 256);
     ngx_conf_init_uint_value(mcf->pg_max_requests, 100000);
+    ngx_conf_init_uint_value(mcf->pg_batch, 16);
     ngx_conf_init_msec_value(mcf->pg_connect_timeout, 5000);
     ngx_conf_init_msec_value(mcf->pg_query_timeout, 10000);
     ngx_conf_init_msec_value(mcf->pg_queue_timeout, 5000);
@@ -736,6 +749,7 @@ ngx_mt5_credit_init_process(ngx_cycle_t *cycle)
         mcf->console_pg.pool_size = 2;
         mcf->console_pg.queue_size = 64;
         mcf->console_pg.max_requests = 10000;
+        mcf->console_pg.batch = 1;
         mcf->console_pg.connect_timeout = 5000;
         mcf->console_pg.query_timeout = 15000;
         mcf->console_pg.queue_timeout = 5000;
@@ -757,6 +771,7 @@ ngx_mt5_credit_init_process(ngx_cycle_t *cycle)
     mcf->pg.pool_size = mcf->pg_pool_size;
     mcf->pg.queue_size = mcf->pg_queue_size;
     mcf->pg.max_requests = mcf->pg_max_requests;
+    mcf->pg.batch = mcf->pg_batch;
     mcf->pg.connect_timeout = mcf->pg_connect_timeout;
     mcf->pg.query_timeout = mcf->pg_query_timeout;
     mcf->pg.queue_timeout = mcf->pg_queue_timeout;

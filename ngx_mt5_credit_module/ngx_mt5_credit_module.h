@@ -36,6 +36,7 @@ typedef struct {
     ngx_uint_t                    pool_size;
     ngx_uint_t                    queue_size;
     ngx_uint_t                    max_requests;
+    ngx_uint_t                    batch;        /* webhooks per statement */
     ngx_msec_t                    connect_timeout;
     ngx_msec_t                    query_timeout;
     ngx_msec_t                    queue_timeout;
@@ -77,6 +78,8 @@ typedef enum {
     NGX_MT5_CREDIT_STAT_REDIS_WAKEUP,
     NGX_MT5_CREDIT_STAT_REDIS_ERROR,
     NGX_MT5_CREDIT_STAT_PG_CONNECTS,
+    NGX_MT5_CREDIT_STAT_PG_STATEMENTS,
+    NGX_MT5_CREDIT_STAT_PG_BATCHED,
 
     /* from a webhook's first byte to its answer after the COMMIT: a
        cumulative histogram, in ngx_mt5_credit_ingest_le[] buckets */
@@ -144,6 +147,7 @@ typedef struct {
     ngx_uint_t                    pg_pool_size;
     ngx_uint_t                    pg_queue_size;
     ngx_uint_t                    pg_max_requests;
+    ngx_uint_t                    pg_batch;
     ngx_msec_t                    pg_connect_timeout;
     ngx_msec_t                    pg_query_timeout;
     ngx_msec_t                    pg_queue_timeout;

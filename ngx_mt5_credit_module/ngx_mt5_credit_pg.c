@@ -12,6 +12,12 @@
  *   IDLE --statement sent--> BUSY --results drained to NULL--> IDLE
  *   any state --error, EOF, timeout, graceful exit--> closed
  *
+ * A connection that comes free while webhooks wait takes up to
+ * mt5_credit_postgres_batch of them in one statement (sql/062's
+ * ingest_batch()), each answered from its own row after that statement's
+ * COMMIT.  A batch the server refused as a whole committed nothing: its
+ * webhooks go back to the head of the queue, to be sent one by one.
+ *
  * The socket is registered level-triggered.  libpq reads at most one
  * buffer per PQconsumeInput(); with edge-triggered epoll the rest of a
  * large answer would sit in the kernel with no new edge to wake us (the
@@ -53,6 +59,9 @@ struct ngx_mt5_credit_pg_conn_s {
     ngx_log_t                     log;
     ngx_mt5_credit_pg_state_e     state;
     size_t                        carried;    /* the largest body sent */
+    ngx_mt5_credit_pg_op_t      **batch;      /* a batch's ops, NULL where
+                                                 cancelled */
+    ngx_uint_t                    nbatch;     /* 0: one op, in op */
     unsigned                      flushing:1;
 };
 
@@ -74,6 +83,12 @@ struct ngx_mt5_credit_pg_pool_s {
     ngx_queue_t                   waiting;
     ngx_uint_t                    nconns;
     ngx_uint_t                    nwaiting;
+
+    /* the ops whose handlers are being called, NULL where cancelled */
+    ngx_mt5_credit_pg_op_t      **delivering;
+    ngx_uint_t                    ndelivering;
+
+    unsigned                      batch_off:1;  /* no ingest_batch() */
 };
 
 
@@ -94,6 +109,21 @@ static void ngx_mt5_credit_pg_abort(ngx_mt5_credit_pg_conn_t *conn,
 static ngx_int_t ngx_mt5_credit_pg_flush(ngx_mt5_credit_pg_conn_t *conn);
 static ngx_int_t ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
     ngx_mt5_credit_pg_op_t *op);
+static ngx_int_t ngx_mt5_credit_pg_send_batch(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_mt5_credit_pg_op_t **ops, ngx_uint_t n);
+static ngx_int_t ngx_mt5_credit_pg_sent(ngx_mt5_credit_pg_conn_t *conn,
+    size_t size, char *action);
+static ngx_uint_t ngx_mt5_credit_pg_take(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_op_t **ops);
+static ngx_uint_t ngx_mt5_credit_pg_take_batch(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_mt5_credit_pg_op_t **ops);
+static void ngx_mt5_credit_pg_complete_batch(ngx_mt5_credit_pg_conn_t *conn,
+    PGresult *res, PGresult *error);
+static void ngx_mt5_credit_pg_requeue(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_op_t **ops, ngx_uint_t n);
+static void ngx_mt5_credit_pg_deliver(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_op_t **ops, ngx_uint_t n, ngx_mt5_credit_pg_rc_e rc,
+    PGresult *res, const char *err);
 static void ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn);
 static void ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn);
 static void ngx_mt5_credit_pg_refill(ngx_mt5_credit_pg_pool_t *pool);
@@ -116,6 +146,11 @@ static const char *ngx_mt5_credit_pg_message(PGconn *pg);
    int8, text */
 static const Oid  ngx_mt5_credit_pg_types[NGX_MT5_CREDIT_PG_NPARAMS] = {
     25, 25, 17, 25, 20, 25
+};
+
+/* ... and of the batch statement (sql/062): arrays of each */
+static const Oid  ngx_mt5_credit_pg_batch_types[NGX_MT5_CREDIT_PG_NPARAMS] = {
+    1009, 1009, 1001, 1009, 1016, 1009
 };
 
 
@@ -227,17 +262,46 @@ ngx_mt5_credit_pg_run(ngx_mt5_credit_pg_pool_t *pool,
 void
 ngx_mt5_credit_pg_cancel(ngx_mt5_credit_pg_op_t *op)
 {
+    ngx_uint_t                  i;
+    ngx_mt5_credit_pg_conn_t   *conn;
+    ngx_mt5_credit_pg_pool_t   *pool;
+
     if (op->queued) {
         ngx_mt5_credit_pg_dequeue(op);
         return;
     }
 
-    if (op->conn != NULL) {
+    if (op->delivering) {
+        /* its batch's handlers are being called: it is skipped */
+        pool = op->pool;
+
+        for (i = 0; i < pool->ndelivering; i++) {
+            if (pool->delivering[i] == op) {
+                pool->delivering[i] = NULL;
+            }
+        }
+
+        op->delivering = 0;
+        return;
+    }
+
+    conn = op->conn;
+
+    if (conn != NULL) {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, op->log, 0,
                        "mt5_credit: statement on *%uA detached",
-                       op->conn->c->number);
+                       conn->c->number);
 
-        op->conn->op = NULL;
+        for (i = 0; i < conn->nbatch; i++) {
+            if (conn->batch[i] == op) {
+                conn->batch[i] = NULL;
+            }
+        }
+
+        if (conn->op == op) {
+            conn->op = NULL;
+        }
+
         op->conn = NULL;
     }
 }
@@ -726,10 +790,16 @@ ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
 
     /* BUSY */
 
-    op = conn->op;
-    conn->op = NULL;
     conn->requests++;
     ngx_mt5_credit_pg_stat(conn->pool, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
+
+    if (conn->nbatch) {
+        ngx_mt5_credit_pg_complete_batch(conn, res, error);
+        return;
+    }
+
+    op = conn->op;
+    conn->op = NULL;
 
     if (error != NULL) {
         err = PQresultErrorMessage(error);
@@ -752,6 +822,7 @@ ngx_mt5_credit_pg_complete(ngx_mt5_credit_pg_conn_t *conn)
         op->conn = NULL;
         op->sqlstate[0] = '\0';
         op->primary = NULL;
+        op->row = 0;
 
         if (error != NULL && sqlstate != NULL) {
             ngx_cpystrn((u_char *) op->sqlstate, (u_char *) sqlstate,
@@ -863,8 +934,9 @@ static void
 ngx_mt5_credit_pg_abort(ngx_mt5_credit_pg_conn_t *conn,
     ngx_mt5_credit_pg_rc_e rc, const char *why)
 {
-    ngx_uint_t                 was_ready;
+    ngx_uint_t                 was_ready, n;
     ngx_mt5_credit_pg_op_t    *op;
+    ngx_mt5_credit_pg_op_t    *ops[NGX_MT5_CREDIT_PG_BATCH_MAX];
     ngx_mt5_credit_pg_pool_t  *pool;
 
     pool = conn->pool;
@@ -877,11 +949,16 @@ ngx_mt5_credit_pg_abort(ngx_mt5_credit_pg_conn_t *conn,
         conn->op = NULL;
     }
 
+    n = ngx_mt5_credit_pg_take_batch(conn, ops);
+
     ngx_mt5_credit_pg_close(conn);
 
     if (op != NULL) {
         op->handler(op, rc, NULL, why);
     }
+
+    /* a batch's webhooks: each as one statement would have been */
+    ngx_mt5_credit_pg_deliver(pool, ops, n, rc, NULL, why);
 
     if (was_ready) {
         ngx_mt5_credit_pg_refill(pool);
@@ -897,11 +974,8 @@ static ngx_int_t
 ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
     ngx_mt5_credit_pg_op_t *op)
 {
-    size_t                       size;
-    ngx_uint_t                   i;
-    ngx_mt5_credit_pg_conf_t    *conf;
-
-    conf = conn->pool->conf;
+    size_t       size;
+    ngx_uint_t   i;
 
     if (op->sql != NULL) {
         if (PQsendQuery(conn->pg, op->sql) == 0) {
@@ -932,6 +1006,103 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
 
     /* the statement is in libpq's buffer now; op may go any time */
 
+    conn->op = op;
+    conn->nbatch = 0;
+    op->conn = conn;
+
+    return ngx_mt5_credit_pg_sent(conn, size,
+                                  op->sql ? "running a console statement"
+                                          : "running the ingest statement");
+}
+
+
+/*
+ * Several waiting ingest operations as one statement: their parameters
+ * as arrays (ngx_mt5_credit_pg_batch.c), one row each in the answer.
+ */
+
+static ngx_int_t
+ngx_mt5_credit_pg_send_batch(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_mt5_credit_pg_op_t **ops, ngx_uint_t n)
+{
+    int                          rc;
+    int                          lengths[NGX_MT5_CREDIT_PG_NPARAMS];
+    int                          formats[NGX_MT5_CREDIT_PG_NPARAMS];
+    u_char                      *buf;
+    size_t                       size;
+    ngx_uint_t                   i;
+    const char                  *values[NGX_MT5_CREDIT_PG_NPARAMS];
+    ngx_mt5_credit_pg_conf_t    *conf;
+
+    conf = conn->pool->conf;
+
+    if (conn->batch == NULL) {
+        conn->batch = ngx_alloc(conf->batch * sizeof(ngx_mt5_credit_pg_op_t *),
+                                &conn->log);
+        if (conn->batch == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    size = ngx_mt5_credit_pg_batch_size(ops, n);
+
+    buf = ngx_alloc(size, &conn->log);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_mt5_credit_pg_batch_params(ops, n, buf, values, lengths);
+
+    for (i = 0; i < NGX_MT5_CREDIT_PG_NPARAMS; i++) {
+        formats[i] = 1;
+    }
+
+    rc = PQsendQueryParams(conn->pg, NGX_MT5_CREDIT_PG_BATCH_QUERY,
+                           NGX_MT5_CREDIT_PG_NPARAMS,
+                           ngx_mt5_credit_pg_batch_types, values, lengths,
+                           formats, 0);
+
+    /* libpq copied the parameters into its buffer */
+    ngx_free(buf);
+
+    if (rc == 0) {
+        ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
+                      "mt5_credit: PQsendQueryParams() failed: %s",
+                      ngx_mt5_credit_pg_message(conn->pg));
+        return NGX_ERROR;
+    }
+
+    conn->op = NULL;
+    conn->nbatch = n;
+
+    for (i = 0; i < n; i++) {
+        conn->batch[i] = ops[i];
+        ops[i]->conn = conn;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, &conn->log, 0,
+                   "mt5_credit: %ui webhooks in one statement on *%uA",
+                   n, conn->c->number);
+
+    ngx_mt5_credit_pg_stat(conn->pool, NGX_MT5_CREDIT_STAT_PG_BATCHED,
+                           (ngx_atomic_int_t) n);
+
+    return ngx_mt5_credit_pg_sent(conn, size,
+                                  "running the ingest statement for a batch");
+}
+
+
+/* a statement is in libpq's buffer: the connection is busy with it */
+
+static ngx_int_t
+ngx_mt5_credit_pg_sent(ngx_mt5_credit_pg_conn_t *conn, size_t size,
+    char *action)
+{
+    ngx_uint_t                   i;
+    ngx_mt5_credit_pg_conf_t    *conf;
+
+    conf = conn->pool->conf;
+
     if (size > conn->carried) {
         conn->carried = size;
     }
@@ -942,13 +1113,11 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
     conn->c->idle = 0;
     conn->c->log = &conn->log;
     conn->state = NGX_MT5_CREDIT_PG_BUSY;
-    conn->log.action = op->sql ? "running a console statement"
-                               : "running the ingest statement";
-    conn->op = op;
+    conn->log.action = action;
     conn->flushing = 1;
-    op->conn = conn;
 
     ngx_mt5_credit_pg_stat(conn->pool, NGX_MT5_CREDIT_STAT_PG_BUSY, 1);
+    ngx_mt5_credit_pg_count(conn->pool, NGX_MT5_CREDIT_STAT_PG_STATEMENTS);
 
     /* not cancelable: a graceful exit lets a running statement finish */
     conn->c->read->cancelable = 0;
@@ -956,11 +1125,19 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
 
     if (ngx_mt5_credit_pg_flush(conn) != NGX_OK) {
         /* nothing reached the server for sure; the caller may retry */
-        conn->op = NULL;
-        op->conn = NULL;
+        if (conn->op != NULL) {
+            conn->op->conn = NULL;
+            conn->op = NULL;
+        }
+
+        for (i = 0; i < conn->nbatch; i++) {
+            conn->batch[i]->conn = NULL;
+        }
+
+        conn->nbatch = 0;
         conn->state = NGX_MT5_CREDIT_PG_IDLE;
         ngx_mt5_credit_pg_stat(conn->pool, NGX_MT5_CREDIT_STAT_PG_BUSY, -1);
-        ngx_log_error(NGX_LOG_ERR, op->log, 0,
+        ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
                       "mt5_credit: sending to PostgreSQL failed: %s",
                       ngx_mt5_credit_pg_message(conn->pg));
         return NGX_ERROR;
@@ -978,8 +1155,9 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
 static void
 ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
 {
-    ngx_queue_t                 *q;
-    ngx_mt5_credit_pg_op_t      *op;
+    ngx_int_t                    rc;
+    ngx_uint_t                   i, n;
+    ngx_mt5_credit_pg_op_t      *ops[NGX_MT5_CREDIT_PG_BATCH_MAX];
     ngx_mt5_credit_pg_pool_t    *pool;
     ngx_mt5_credit_pg_conf_t    *conf;
 
@@ -1009,19 +1187,25 @@ ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
 
     /* a healthy connection serves the waiters, also while exiting */
 
-    while (!ngx_queue_empty(&pool->waiting)) {
-        q = ngx_queue_head(&pool->waiting);
-        op = ngx_queue_data(q, ngx_mt5_credit_pg_op_t, queue);
+    if (!ngx_queue_empty(&pool->waiting)) {
+        n = ngx_mt5_credit_pg_take(pool, ops);
 
-        ngx_mt5_credit_pg_dequeue(op);
+        rc = (n == 1) ? ngx_mt5_credit_pg_send(conn, ops[0])
+                      : ngx_mt5_credit_pg_send_batch(conn, ops, n);
 
-        if (ngx_mt5_credit_pg_send(conn, op) == NGX_OK) {
+        if (rc == NGX_OK) {
             return;
         }
 
-        /* the statement never left: a clean "try again" for its owner */
+        /* the statement never left: a clean "try again" for its owners */
         ngx_mt5_credit_pg_close(conn);
-        op->handler(op, NGX_MT5_CREDIT_PG_UNAVAILABLE, NULL, "send failed");
+
+        for (i = 0; i < n; i++) {
+            ops[i]->delivering = 1;
+        }
+
+        ngx_mt5_credit_pg_deliver(pool, ops, n, NGX_MT5_CREDIT_PG_UNAVAILABLE,
+                                  NULL, "send failed");
         ngx_mt5_credit_pg_refill(pool);
         return;
     }
@@ -1045,6 +1229,244 @@ ngx_mt5_credit_pg_release(ngx_mt5_credit_pg_conn_t *conn)
 
     ngx_add_timer(conn->c->read, conf->idle_timeout);
     conn->c->read->cancelable = 1;
+}
+
+
+/*
+ * What a free connection takes from the head of the queue: one operation,
+ * or, while ingest operations wait one after the other, up to
+ * mt5_credit_postgres_batch of them, within what a connection may carry.
+ * A console statement, or one whose batch failed, goes alone.
+ */
+
+static ngx_uint_t
+ngx_mt5_credit_pg_take(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_op_t **ops)
+{
+    size_t                    bytes, size;
+    ngx_uint_t                n, k, max;
+    ngx_queue_t              *q;
+    ngx_mt5_credit_pg_op_t   *op;
+
+    max = pool->batch_off ? 1 : pool->conf->batch;
+    bytes = 0;
+    n = 0;
+
+    while (n < max && !ngx_queue_empty(&pool->waiting)) {
+        q = ngx_queue_head(&pool->waiting);
+        op = ngx_queue_data(q, ngx_mt5_credit_pg_op_t, queue);
+
+        if (n > 0 && (op->sql != NULL || op->alone)) {
+            break;
+        }
+
+        for (k = 0, size = 0; op->sql == NULL && k < NGX_MT5_CREDIT_PG_NPARAMS;
+             k++)
+        {
+            size += op->lengths[k];
+        }
+
+        if (n > 0 && bytes + size > NGX_MT5_CREDIT_PG_RECYCLE_BYTES) {
+            break;
+        }
+
+        ngx_mt5_credit_pg_dequeue(op);
+        ops[n++] = op;
+        bytes += size;
+
+        if (op->sql != NULL || op->alone) {
+            break;
+        }
+    }
+
+    return n;
+}
+
+
+/* a batch's operations off the connection, marked as being answered */
+
+static ngx_uint_t
+ngx_mt5_credit_pg_take_batch(ngx_mt5_credit_pg_conn_t *conn,
+    ngx_mt5_credit_pg_op_t **ops)
+{
+    ngx_uint_t  i, n;
+
+    n = conn->nbatch;
+
+    for (i = 0; i < n; i++) {
+        ops[i] = conn->batch[i];
+
+        if (ops[i] != NULL) {
+            ops[i]->conn = NULL;
+            ops[i]->delivering = 1;
+        }
+    }
+
+    conn->nbatch = 0;
+
+    return n;
+}
+
+
+/*
+ * A batch's statement ended.  Committed: each operation gets its own row.
+ * Refused as a whole: nothing was committed, and each webhook goes back
+ * to the head of the queue to be sent alone, so that no webhook's fault
+ * fails another.  Cancelled by statement_timeout: each gets the timeout
+ * one statement would have got.
+ */
+
+static void
+ngx_mt5_credit_pg_complete_batch(ngx_mt5_credit_pg_conn_t *conn,
+    PGresult *res, PGresult *error)
+{
+    char                      *sqlstate;
+    ngx_uint_t                 n;
+    ngx_mt5_credit_pg_op_t    *ops[NGX_MT5_CREDIT_PG_BATCH_MAX];
+    ngx_mt5_credit_pg_pool_t  *pool;
+
+    pool = conn->pool;
+    n = ngx_mt5_credit_pg_take_batch(conn, ops);
+
+    if (error == NULL && res != NULL) {
+        ngx_mt5_credit_pg_release(conn);
+        ngx_mt5_credit_pg_deliver(pool, ops, n, NGX_MT5_CREDIT_PG_OK, res,
+                                  NULL);
+        PQclear(res);
+        return;
+    }
+
+    sqlstate = error ? PQresultErrorField(error, PG_DIAG_SQLSTATE) : NULL;
+
+    if (sqlstate != NULL && ngx_strcmp(sqlstate, "57014") == 0) {
+        ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
+                      "mt5_credit: a statement of %ui webhooks was cancelled "
+                      "by the server: %s", n, PQresultErrorMessage(error));
+        ngx_mt5_credit_pg_release(conn);
+        ngx_mt5_credit_pg_deliver(pool, ops, n, NGX_MT5_CREDIT_PG_TIMEOUT,
+                                  NULL, "cancelled by the server");
+        PQclear(res);
+        PQclear(error);
+        return;
+    }
+
+    if (sqlstate != NULL && ngx_strcmp(sqlstate, "42883") == 0) {
+        /* a database before sql/062: one statement per webhook, as then */
+        pool->batch_off = 1;
+        ngx_log_error(NGX_LOG_ERR, &conn->log, 0,
+                      "mt5_credit: the database has no ingest_batch() "
+                      "(sql/062): webhooks are sent one by one in this "
+                      "worker: %s", PQresultErrorMessage(error));
+
+    } else {
+        ngx_log_error(NGX_LOG_WARN, &conn->log, 0,
+                      "mt5_credit: a statement of %ui webhooks failed, "
+                      "each is sent alone: %s", n,
+                      error ? PQresultErrorMessage(error) : "no result");
+    }
+
+    ngx_mt5_credit_pg_requeue(pool, ops, n);
+
+    PQclear(res);
+    PQclear(error);
+
+    ngx_mt5_credit_pg_release(conn);
+}
+
+
+/* a failed batch's operations at the head of the queue, in their order */
+
+static void
+ngx_mt5_credit_pg_requeue(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_op_t **ops, ngx_uint_t n)
+{
+    ngx_uint_t                i;
+    ngx_mt5_credit_pg_op_t   *op;
+
+    for (i = n; i-- > 0; /* void */) {
+        op = ops[i];
+
+        if (op == NULL) {
+            continue;
+        }
+
+        op->delivering = 0;
+        op->alone = 1;
+        op->queued = 1;
+        ngx_queue_insert_head(&pool->waiting, &op->queue);
+        pool->nwaiting++;
+        ngx_mt5_credit_pg_stat(pool, NGX_MT5_CREDIT_STAT_PG_QUEUED, 1);
+
+        op->wait.handler = ngx_mt5_credit_pg_wait_timeout;
+        op->wait.data = op;
+        op->wait.log = op->log;
+        ngx_add_timer(&op->wait, pool->conf->queue_timeout);
+    }
+}
+
+
+/*
+ * Calls the handlers of a batch's operations, each with its own row of
+ * res when rc is OK.  A handler may finish requests whose operations are
+ * still to be answered here (HTTP/2 streams of one connection): those
+ * cancel themselves out of ops, through pool->delivering.
+ */
+
+static void
+ngx_mt5_credit_pg_deliver(ngx_mt5_credit_pg_pool_t *pool,
+    ngx_mt5_credit_pg_op_t **ops, ngx_uint_t n, ngx_mt5_credit_pg_rc_e rc,
+    PGresult *res, const char *err)
+{
+    ngx_uint_t                 i, saved_n;
+    const char                *why;
+    ngx_mt5_credit_pg_op_t    *op, **saved;
+    ngx_mt5_credit_pg_rc_e     orc;
+
+    saved = pool->delivering;
+    saved_n = pool->ndelivering;
+    pool->delivering = ops;
+    pool->ndelivering = n;
+
+    for (i = 0; i < n; i++) {
+        op = ops[i];
+
+        if (op == NULL) {
+            continue;
+        }
+
+        ops[i] = NULL;
+        op->delivering = 0;
+        op->conn = NULL;
+        op->sqlstate[0] = '\0';
+        op->primary = NULL;
+        op->row = 0;
+
+        orc = rc;
+        why = err;
+
+        if (rc == NGX_MT5_CREDIT_PG_OK) {
+            switch (ngx_mt5_credit_pg_batch_row(res, i, n, op)) {
+
+            case NGX_OK:
+                break;
+
+            case NGX_DECLINED:
+                orc = NGX_MT5_CREDIT_PG_FAILED;
+                why = op->primary;
+                break;
+
+            default:
+                orc = NGX_MT5_CREDIT_PG_FAILED;
+                why = "the answer is not one row per webhook, in order";
+                break;
+            }
+        }
+
+        op->handler(op, orc, orc == NGX_MT5_CREDIT_PG_OK ? res : NULL, why);
+    }
+
+    pool->delivering = saved;
+    pool->ndelivering = saved_n;
 }
 
 
@@ -1093,6 +1515,7 @@ ngx_mt5_credit_pg_fail_waiting(ngx_mt5_credit_pg_pool_t *pool,
 static void
 ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn)
 {
+    ngx_uint_t                   i;
     ngx_mt5_credit_pg_pool_t    *pool;
 
     pool = conn->pool;
@@ -1107,6 +1530,16 @@ ngx_mt5_credit_pg_close(ngx_mt5_credit_pg_conn_t *conn)
     if (conn->op != NULL) {
         conn->op->conn = NULL;
         conn->op = NULL;
+    }
+
+    for (i = 0; i < conn->nbatch; i++) {
+        if (conn->batch[i] != NULL) {
+            conn->batch[i]->conn = NULL;
+        }
+    }
+
+    if (conn->batch != NULL) {
+        ngx_free(conn->batch);
     }
 
     PQclear(conn->result);

@@ -29,6 +29,17 @@
     "FROM mt5credit.ingest($1, $2, $3, $4, $5, $6)"
 #define NGX_MT5_CREDIT_PG_NPARAMS    6
 
+/*
+ * Several waiting ingest operations in one statement (sql/062), the same
+ * parameters as arrays, one row per operation in their order: ingest()'s
+ * four columns, then the position and the element's error, if any.
+ */
+#define NGX_MT5_CREDIT_PG_BATCH_QUERY                                        \
+    "SELECT outcome, credit_id, event_row_id, detail, ord, error_code, "     \
+    "error_message FROM mt5credit.ingest_batch($1, $2, $3, $4, $5, $6) "     \
+    "ORDER BY ord"
+#define NGX_MT5_CREDIT_PG_BATCH_MAX  256
+
 
 /* how an operation ended */
 typedef enum {
@@ -77,11 +88,17 @@ struct ngx_mt5_credit_pg_op_s {
     char                          sqlstate[6];
     const char                   *primary;
 
+    /* with NGX_MT5_CREDIT_PG_OK: the row of the result that is this
+       operation's (0 unless it was sent in a batch) */
+    ngx_uint_t                    row;
+
     ngx_mt5_credit_pg_done_pt     handler;
     void                         *data;
     ngx_log_t                    *log;
 
     unsigned                      queued:1;
+    unsigned                      alone:1;      /* a batch of it failed */
+    unsigned                      delivering:1; /* its batch answers */
 };
 
 
@@ -106,6 +123,15 @@ ngx_int_t ngx_mt5_credit_pg_run(ngx_mt5_credit_pg_pool_t *pool,
  * and the provider's retry will find it as a duplicate.
  */
 void ngx_mt5_credit_pg_cancel(ngx_mt5_credit_pg_op_t *op);
+
+
+/* ngx_mt5_credit_pg_batch.c: the batch statement's parameters and rows */
+size_t ngx_mt5_credit_pg_batch_size(ngx_mt5_credit_pg_op_t **ops,
+    ngx_uint_t n);
+void ngx_mt5_credit_pg_batch_params(ngx_mt5_credit_pg_op_t **ops,
+    ngx_uint_t n, u_char *buf, const char **values, int *lengths);
+ngx_int_t ngx_mt5_credit_pg_batch_row(PGresult *res, ngx_uint_t i,
+    ngx_uint_t n, ngx_mt5_credit_pg_op_t *op);
 
 
 #endif /* _NGX_MT5_CREDIT_PG_H_INCLUDED_ */

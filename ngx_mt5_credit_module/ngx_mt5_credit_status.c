@@ -116,6 +116,14 @@ static ngx_mt5_credit_stat_desc_t  ngx_mt5_credit_stats[] = {
     { "mt5credit_pg_connects_total", "counter",
       "PostgreSQL connections started.", NULL, NULL, 0 },
 
+    { "mt5credit_pg_statements_total", "counter",
+      "Statements sent to PostgreSQL: one per webhook, or one per batch.",
+      NULL, NULL, 0 },
+
+    { "mt5credit_pg_batched_total", "counter",
+      "Webhooks sent in a statement with others (mt5_credit_postgres_batch)"
+      ".", NULL, NULL, 0 },
+
     { NGX_MT5_CREDIT_INGEST, "le=\"0.005\"", "_bucket", 0 },
     { NGX_MT5_CREDIT_INGEST, "le=\"0.01\"", "_bucket", 0 },
     { NGX_MT5_CREDIT_INGEST, "le=\"0.025\"", "_bucket", 0 },

@@ -208,6 +208,21 @@ fails_like('pool size 0',
            config(http => 'mt5_credit_postgres_pool_size 0;'),
            qr/pool_size.*must be between 1 and 1024|value must be/,
            'pool_size 0');
+fails_like('a batch of no webhook',
+           config(http => 'mt5_credit_postgres_batch 0;'),
+           qr/value must be between 1 and 256/, 'mt5_credit_postgres_batch 0');
+fails_like('a batch larger than the edge builds',
+           config(http => 'mt5_credit_postgres_batch 257;'),
+           qr/value must be between 1 and 256/,
+           'mt5_credit_postgres_batch 257');
+fails_like('a batch size that is not a number',
+           config(http => 'mt5_credit_postgres_batch many;'),
+           qr/"mt5_credit_postgres_batch" directive invalid number/,
+           'mt5_credit_postgres_batch many');
+($ok, $out) = $sb->nginx_test_config(config(
+    http => 'mt5_credit_postgres_batch 1;'));
+ok($ok, 'mt5_credit_postgres_batch 1 (one webhook per statement) passes')
+    or diag($out);
 
 fails_like('bad timeout',
            config(http => 'mt5_credit_postgres_query_timeout 10parsecs;'),

@@ -81,6 +81,41 @@ for my $i (1 .. 30) {
 }
 
 ok($ok >= 29, "deliveries under valgrind were stored ($ok of 30)");
+
+# bursts: under valgrind the two connections are slow, and the webhooks
+# waiting for them go in batches (sql/062); in the second a client goes
+# away while its webhook waits, and PostgreSQL stops under the third
+sub burst {
+    my ($n, %o) = @_;
+    my @bodies = map {
+        stripe_event(deposit => $sb->create_deposit(client => 'val',
+                                                    login => 1,
+                                                    amount => 100),
+                     amount => 100) } 1 .. $n;
+    my @s = map { $sb->http_start('POST', '/webhooks/stripe', body => $_,
+                                  headers => stripe_headers($secret, $_)) }
+            @bodies;
+    close $s[$o{gone}] if defined $o{gone};
+    $o{during}->() if $o{during};
+    return map { defined $o{gone} && $_ == $o{gone}
+                 ? () : Mt5Credit::Sandbox::http_end($s[$_], 60) } 0 .. $#s;
+}
+my $batched0 = ($sb->http('GET', '/status')->{body}
+                =~ /^mt5credit_pg_batched_total (\d+)$/m)[0];
+my @b = burst(12);
+is(scalar(grep { $_->{status} == 200 } @b), 12,
+   'a burst of 12 under valgrind: all 200');
+@b = burst(12, gone => 5);
+is(scalar(grep { $_->{status} == 200 } @b), 11,
+   'a burst with a client gone: the other 11 200');
+my $batched1 = ($sb->http('GET', '/status')->{body}
+                =~ /^mt5credit_pg_batched_total (\d+)$/m)[0];
+ok($batched1 > $batched0, 'some of them went in batches ('
+   . ($batched1 - $batched0) . ')');
+@b = burst(8, during => sub { $sb->stop_postgres('fast') });
+is(scalar(grep { $_->{status} == 200 || $_->{status} == 503 } @b), 8,
+   'a burst while PostgreSQL stops: each answered 200 or 503');
+$sb->start_postgres;
 is($sb->http('GET', '/status')->{status}, 200, 'the status page works');
 is($sb->stop_nginx, 0, 'nginx stops cleanly (valgrind found no error)');
 
