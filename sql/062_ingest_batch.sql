@@ -23,11 +23,11 @@
 --      complete; and nothing else in the batch names its event, its
 --      deposit or its payment.  Such elements share no row with the rest,
 --      so writing them first gives the results of the batch's order.
---   2. Their deposits are locked, in id order (two batches never wait for
---      each other in a circle), and read: found, the same provider, amount
---      and currency, created or pending, and neither the payment nor the
---      deposit credited yet, nor the event stored.  Any other element
---      goes the other way.
+--   2. Their deposits are read and locked in one statement, in id order
+--      (two batches never wait for each other in a circle): found, the
+--      same provider, amount and currency, created or pending, and
+--      neither the payment nor the deposit credited yet, nor the event
+--      stored.  Any other element goes the other way.
 --   3. One statement writes their events (each naming its credit), their
 --      credits and their deposits' move to succeeded, in a subtransaction.
 --      The history triggers find each row's actor and detail, as ingest()
@@ -244,11 +244,11 @@ DECLARE
     v_eid       text[];              -- per element: its event id
     v_types     text[];              -- per element: its event type
     v_fast      boolean[];
+    v_ok        boolean[];           -- per element: its deposit qualifies
     v_slow      integer[] := '{}';
     v_set       integer[] := '{}';
     v_credit    bigint[];
     v_row       bigint[];
-    v_dep       deposit;
     v_dep_id    bigint[];
     v_dep_st    text[];
     v_map       text;
@@ -380,36 +380,40 @@ BEGIN
 
     IF array_length(v_set, 1) > 0 THEN
         BEGIN
-            -- 2. their deposits, locked in id order, and read
-            PERFORM 1 FROM (SELECT d.id FROM deposit d
-                            WHERE d.reference = ANY (ARRAY(
-                                SELECT (v_fact[j]).deposit_ref
-                                FROM unnest(v_set) j))
-                            ORDER BY d.id
-                            FOR UPDATE) locked;
+            -- 2. their deposits, locked in id order, and read: one
+            --    statement for them all (locked as returned, after the
+            --    sort; a deposit moved meanwhile is read again, and left
+            --    out if it no longer qualifies)
+            v_ok := array_fill(false, ARRAY[n]);
+            FOR r IN
+                SELECT j, d.id AS deposit, d.status AS deposit_status
+                FROM unnest(v_set) j
+                JOIN deposit d ON d.reference = (v_fact[j]).deposit_ref
+                WHERE d.provider = p_provider[j]
+                  AND d.amount_minor = (v_fact[j]).amount_minor
+                  AND d.currency = (v_fact[j]).currency
+                  AND d.status IN ('created', 'pending')
+                  AND NOT EXISTS (SELECT 1 FROM mt5_credit c
+                                  WHERE c.provider = p_provider[j]
+                                    AND c.provider_payment_id
+                                        = (v_fact[j]).payment_key)
+                  AND NOT EXISTS (SELECT 1 FROM mt5_credit c
+                                  WHERE c.deposit_id = d.id
+                                    AND c.kind = 'deposit')
+                  AND NOT EXISTS (SELECT 1 FROM webhook_event e
+                                  WHERE e.provider = p_provider[j]
+                                    AND e.provider_event_id = v_eid[j])
+                ORDER BY d.id
+                FOR UPDATE OF d
+            LOOP
+                v_ok[r.j] := true;
+                v_dep_id[r.j] := r.deposit;
+                v_dep_st[r.j] := r.deposit_status;
+            END LOOP;
 
+            -- the credits' ids, drawn in the batch's order
             FOREACH i IN ARRAY v_set LOOP
-                f := v_fact[i];
-                SELECT * INTO v_dep FROM deposit d
-                WHERE d.reference = f.deposit_ref;
-
-                IF FOUND AND v_dep.provider = p_provider[i]
-                   AND v_dep.amount_minor = f.amount_minor
-                   AND v_dep.currency = f.currency
-                   AND v_dep.status IN ('created', 'pending')
-                   AND NOT EXISTS (SELECT 1 FROM mt5_credit c
-                                   WHERE c.provider = p_provider[i]
-                                     AND c.provider_payment_id
-                                         = f.payment_key)
-                   AND NOT EXISTS (SELECT 1 FROM mt5_credit c
-                                   WHERE c.deposit_id = v_dep.id
-                                     AND c.kind = 'deposit')
-                   AND NOT EXISTS (SELECT 1 FROM webhook_event e
-                                   WHERE e.provider = p_provider[i]
-                                     AND e.provider_event_id = v_eid[i])
-                THEN
-                    v_dep_id[i] := v_dep.id;
-                    v_dep_st[i] := v_dep.status;
+                IF v_ok[i] THEN
                     v_credit[i] := nextval('mt5credit.mt5_credit_id_seq');
                 ELSE
                     v_fast[i] := false;
@@ -424,7 +428,7 @@ BEGIN
                 v_map := v_map || chr(30) || 'c' || v_credit[i] || chr(31)
                          || v_actor || chr(30) || 'd' || v_dep_id[i]
                          || chr(31) || v_actor || chr(31) || v_credit[i]
-                         || chr(31) || v_fact[i].payment_key;
+                         || chr(31) || (v_fact[i]).payment_key;
             END LOOP;
             v_map := v_map || chr(30);
 

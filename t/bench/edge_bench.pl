@@ -7,23 +7,24 @@
 #
 #   edge      wrk, 64 connections, N pre-signed unique paid Stripe events
 #             (each for its own deposit) to the webhook location: nginx 2
-#             workers x pool 8 = 16 database connections
+#             workers x BENCH_POOL (4, the module's default pool size) =
+#             8 database connections; the webhooks waiting for one go
+#             up to 16 in one statement (mt5_credit_postgres_batch)
 #   peer      the same N kind of events to t/bench/peer (Express 5,
 #             stripe-node constructEvent, node-postgres), 2 processes x
-#             pool 8, calling the same ingest()
-#   pgbench   ingest() itself, 16 clients (the edge's connection count),
-#             prepared, the same kind of events
+#             the same pool, calling ingest()
+#   pgbench   ingest() itself, as many clients as the edge has
+#             connections, prepared, the same kind of events
 #   lean      t/bench/lean_ingest.sql: the same writes on plain tables of
-#             their own, 16 clients: the floor under any ingest()
+#             their own, one event a call, as many clients: the floor
+#             under any one-event ingest()
 #   guarded   t/bench/lean_guarded.sql: the lean function on copies of
 #             ingest()'s tables with their CHECKs, generated columns and
 #             indexes (no triggers, no foreign keys): what the constraints
 #             cost, apart from the rest
-#   set       t/bench/set_ingest_probe.sql: the same paid events written
-#             set-based, BENCH_SET_K (16) per call, on mt5credit's own
-#             tables with every constraint and trigger: what an edge that
-#             commits concurrent webhooks together could reach (a probe:
-#             the product's ingest() takes one event per call)
+#   batch     ingest_batch() (sql/062), what the edge sends for the
+#             webhooks waiting on a connection: BENCH_BATCH_K (16) events
+#             per call, as many clients, prepared
 #   plain     nginx answering 200 from a plain location
 #
 # Every load first runs a warm-up of its own (W events, not counted), then
@@ -35,13 +36,16 @@
 #   edge / pgbench   target >= 0.90 (the edge adds nothing to the database)
 #   edge / peer      target >= 2.50
 #   pgbench / lean   target >= 0.90 (ingest() costs what its writes cost)
-#   set / lean       what the same writes cost set-based, beside it
+#   batch / lean     target >= 0.90: the same events through
+#                    ingest_batch(), against the lean function's
 #
 # Every load runs in BENCH_ROUNDS (3) rounds of N / rounds events, all
 # loads side by side in each round; rates are the rounds' medians, and
 # each ratio the median of the rounds' ratios.
 #
 #   BENCH_REQUESTS=50000 BENCH_WARMUP=2000 BENCH_FSYNC=on make bench
+#   BENCH_EDGE_BATCH=1: the edge one statement per webhook, as before
+#   sql/062; BENCH_POOL=8: 16 connections for every load, as before
 
 use strict;
 use warnings;
@@ -59,10 +63,11 @@ my $N = $ENV{BENCH_REQUESTS} || 50000;
 my $W = $ENV{BENCH_WARMUP} // 2000;
 my $C = $ENV{BENCH_CONNECTIONS} || 64;
 my $WORKERS = $ENV{BENCH_WORKERS} || 2;
-my $POOL = $ENV{BENCH_POOL} || 8;
+my $POOL = $ENV{BENCH_POOL} || 4;
+my $EDGE_BATCH = $ENV{BENCH_EDGE_BATCH} || 16;
 my $PGC = $WORKERS * $POOL;
 my $ROUNDS = $ENV{BENCH_ROUNDS} || 3;
-my $SET_K = $ENV{BENCH_SET_K} || 16;
+my $BATCH_K = $ENV{BENCH_BATCH_K} || 16;
 my $FSYNC = lc($ENV{BENCH_FSYNC} // 'on') ne 'off';
 my $secret = 'whsec_bench_secret';
 my $root = $Mt5Credit::Sandbox::ROOT;
@@ -73,7 +78,7 @@ my $peer_modules = $ENV{BENCH_PEER_MODULES}
 my %BASE;
 {
     my $b = 0;
-    for my $load (qw(edge peer pgbench set lean guarded)) {
+    for my $load (qw(edge peer pgbench batch lean guarded)) {
         $BASE{$load} = $b;
         $b += $W + $N;
     }
@@ -98,7 +103,7 @@ SELECT 'bench', 'bench-key-' || g, 'stripe', 'live1', 9001, 1000, 'USD',
        'USD', 1000
 FROM generate_series(1, $total) g;
 SQL
-for my $f ('lean_ingest.sql', 'lean_guarded.sql', 'set_ingest_probe.sql') {
+for my $f ('lean_ingest.sql', 'lean_guarded.sql') {
     open my $fh, '<', "$root/t/bench/$f" or die "$f: $!";
     local $/;
     $sb->psql(<$fh>);
@@ -167,6 +172,7 @@ for my $r (0 .. $ROUNDS - 1) {
 $sb->start_nginx(<<"HTTP", workers => $WORKERS);
     mt5_credit_postgres "%%PG%%";
     mt5_credit_postgres_pool_size $POOL;
+    mt5_credit_postgres_batch $EDGE_BATCH;
     mt5_credit_postgres_queue 4096;
     access_log off;
     server {
@@ -289,14 +295,21 @@ sub body_sql {
 my $pgbench_n = 0;
 sub pgbench {
     my ($which, $from, $count) = @_;
-    my $k = $which eq 'set' ? $SET_K : 1;
+    my $k = $which eq 'batch' ? $BATCH_K : 1;
     my $per = int($count / $PGC / $k) || 1;
     my $sql;
-    if ($which eq 'set') {
+    if ($which eq 'batch') {
+        # the edge's arrays: provider, event id, body, scheme, signature
+        # time, request id
+        my $g = "generate_series(:n - $k + 1, :n) g";
         $sql = "\\set n ((:client_id) * :per + :k) * $k + :from\n"
-            . 'SELECT mt5credit.bench_set_ingest(ARRAY(SELECT convert_to('
-            . body_sql('g') . ", 'UTF8') FROM generate_series(:n - $k + 1, "
-            . ':n) g), extract(epoch FROM now())::bigint);';
+            . 'SELECT count(*) FILTER (WHERE outcome = \'credit_created\') '
+            . "FROM mt5credit.ingest_batch(array_fill('stripe'::text, "
+            . "ARRAY[$k]), array_fill(NULL::text, ARRAY[$k]), "
+            . 'ARRAY(SELECT convert_to(' . body_sql('g') . ", 'UTF8') "
+            . "FROM $g), array_fill('stripe'::text, ARRAY[$k]), "
+            . "array_fill(extract(epoch FROM now())::bigint, ARRAY[$k]), "
+            . "array_fill(NULL::text, ARRAY[$k]));";
     } elsif ($which eq 'ingest') {
         $sql = "\\set n (:client_id) * :per + :k + :from\n"
             . q{SELECT outcome FROM mt5credit.ingest('stripe', NULL, }
@@ -322,6 +335,14 @@ sub pgbench {
     return \%p;
 }
 
+# the edge's statements sent and webhooks sent in batches, so far
+sub edge_statements {
+    my $body = $sb->http('GET', '/status')->{body};
+    my ($st) = $body =~ /^mt5credit_pg_statements_total (\d+)$/m;
+    my ($ba) = $body =~ /^mt5credit_pg_batched_total (\d+)$/m;
+    return ($st // 0, $ba // 0);
+}
+
 # before each load: nothing left for autovacuum to do on its clock, plans
 # made on counted tables, and every dirty page flushed
 sub settle { $sb->psql('VACUUM ANALYZE; CHECKPOINT;') }
@@ -339,7 +360,7 @@ if ($W) {
     pgbench('ingest', $BASE{pgbench}, $W);
     pgbench('lean', $BASE{lean}, $W);
     pgbench('lean_guarded', $BASE{guarded}, $W);
-    pgbench('set', $BASE{set}, $W);
+    pgbench('batch', $BASE{batch}, $W);
 }
 
 print "plain location, 10 s, $C connections ...\n";
@@ -356,8 +377,12 @@ for my $r (0 .. $ROUNDS - 1) {
                      $ROUNDS;
     settle();
     print "edge: $of, $C connections ...\n";
+    my ($st0, $ba0) = edge_statements();
     my $e = post_all($url, $file{"edge$r"}, $per_round);
+    my ($st1, $ba1) = edge_statements();
     $e->{tps} = $e->{rps};
+    $e->{statements} = $st1 - $st0;
+    $e->{batched} = $ba1 - $ba0;
     push @{ $round{edge} }, $e;
 
     if ($peer_url) {
@@ -369,7 +394,7 @@ for my $r (0 .. $ROUNDS - 1) {
     }
 
     for my $load (['ingest', 'pgbench'], ['lean', 'lean'],
-                  ['lean_guarded', 'guarded'], ['set', 'set']) {
+                  ['lean_guarded', 'guarded'], ['batch', 'batch']) {
         my ($fn, $base) = @$load;
         settle();
         print "$fn: $of, $PGC clients ...\n";
@@ -423,7 +448,7 @@ my $peer = wrk_summary($round{peer});
 my $pg = summary($round{ingest});
 my $lean = summary($round{lean});
 my $guarded = summary($round{lean_guarded});
-my $set = summary($round{set});
+my $batch = summary($round{batch});
 
 # the median of the rounds' ratios
 sub round_ratio {
@@ -440,7 +465,7 @@ sub stored {
 }
 my $pg_stored = stored('mt5credit.mt5_credit', $pg->{tags});
 my $lean_stored = stored('lean.credit', $lean->{tags});
-my $set_stored = stored('mt5credit.mt5_credit', $set->{tags});
+my $batch_stored = stored('mt5credit.mt5_credit', $batch->{tags});
 
 my $problems = join "\n", $sb->log_problems;
 $sb->stop_nginx;
@@ -464,37 +489,47 @@ if ($peer) {
 for my $r (["pgbench ingest(), c=$PGC", $pg],
            ["lean function, same writes, c=$PGC", $lean],
            ["lean, ingest()'s constraints, c=$PGC", $guarded],
-           ["set-based probe, $SET_K per call, c=$PGC", $set]) {
+           ["pgbench ingest_batch(), $BATCH_K per call, c=$PGC", $batch]) {
     printf "%-40s %10.0f %10s   WAL %5.0f B/event\n", $r->[0],
         $r->[1]{tps} // 0, "avg $r->[1]{lat}", $r->[1]{wal} // 0;
 }
 printf "%-40s %10.0f %10s %10s\n", "nginx return 200, c=$C",
     $plain->{rps} // 0, $plain->{p50} // '-', $plain->{p99} // '-';
 printf "%s\n", '-' x 76;
-printf "edge / pgbench    %5.2f   (target >= 0.90)\n",
-    round_ratio('edge', 'ingest');
+printf "edge / pgbench    %5.2f   (target >= 0.90; ingest(), one event a "
+       . "call)\n", round_ratio('edge', 'ingest');
+printf "edge / pgbench ingest_batch()  %5.2f   (what the edge sends under "
+       . "load)\n", round_ratio('edge', 'batch');
 printf "edge / peer       %5s   (target >= 2.50)\n",
     $peer ? sprintf('%.2f', round_ratio('edge', 'peer')) : '-';
-printf "pgbench / lean    %5.2f   (target >= 0.90)\n",
-    round_ratio('ingest', 'lean');
+printf "pgbench / lean    %5.2f   (target >= 0.90; ingest(), one event a "
+       . "call)\n", round_ratio('ingest', 'lean');
+printf "pgbench ingest_batch() / lean   %5.2f   (target >= 0.90; %d events "
+       . "a call)\n", round_ratio('batch', 'lean'), $BATCH_K;
 printf "pgbench / lean with ingest()'s constraints  %5.2f   (what the rest "
        . "costs)\n", round_ratio('ingest', 'lean_guarded');
 printf "lean with constraints / lean                %5.2f   (what the "
        . "constraints cost)\n", round_ratio('lean_guarded', 'lean');
-printf "set-based probe / lean                      %5.2f   (the same "
-       . "writes, %d per statement)\n", round_ratio('set', 'lean'), $SET_K;
 printf "%s\n", '-' x 76;
 printf "edge: %s requests, non-200: %s, credits stored: %s of %d\n",
     $hook->{requests} // '?', $hook->{non200} // '?', $stored,
     $per_round * $ROUNDS;
+{
+    my ($st, $ba) = (0, 0);
+    $st += $_->{statements} // 0 for @{ $round{edge} };
+    $ba += $_->{batched} // 0 for @{ $round{edge} };
+    printf "edge: %d statements, %d webhooks of them in batches "
+           . "(mt5_credit_postgres_batch %d, pool %d)\n", $st, $ba,
+           $EDGE_BATCH, $POOL;
+}
 printf "peer: %s requests, non-200: %s\n",
     $peer->{requests} // '?', $peer->{non200} // '?' if $peer;
 printf "pgbench: %d transactions, failed: %s, credits stored: %s\n",
     $pg->{transactions}, $pg->{failed} // 0, $pg_stored;
 printf "lean: %d transactions, failed: %s, credits stored: %s\n",
     $lean->{transactions}, $lean->{failed} // 0, $lean_stored;
-printf "set-based probe: %d events, failed calls: %s, credits stored: %s\n",
-    $set->{transactions}, $set->{failed} // 0, $set_stored;
+printf "ingest_batch(): %d events, failed calls: %s, credits stored: %s\n",
+    $batch->{transactions}, $batch->{failed} // 0, $batch_stored;
 printf "nginx worker RSS: %d KiB before, %d KiB after %s requests (%+d KiB)\n",
     $rss0, $rss1, $hook->{requests} // '?', $rss1 - $rss0;
 print "log problems:\n$problems\n" if $problems;
@@ -503,5 +538,5 @@ if ($ENV{BENCH_VERBOSE}) {
     print "(peer wrk)\n$peer->{raw}\n" if $peer;
     print "(pgbench ingest)\n$pg->{raw}\n(pgbench lean)\n$lean->{raw}\n";
     print "(pgbench lean_guarded)\n$guarded->{raw}\n";
-    print "(pgbench set-based probe)\n$set->{raw}\n";
+    print "(pgbench ingest_batch)\n$batch->{raw}\n";
 }
