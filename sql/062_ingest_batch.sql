@@ -245,7 +245,6 @@ DECLARE
     v_types     text[];              -- per element: its event type
     v_fast      boolean[];
     v_ok        boolean[];           -- per element: its deposit qualifies
-    v_slow      integer[] := '{}';
     v_set       integer[] := '{}';
     v_credit    bigint[];
     v_row       bigint[];
