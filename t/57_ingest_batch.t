@@ -14,6 +14,8 @@
 #     they end one after the other
 #   - the set-based part leaving half its work: when its statement raises,
 #     every one of its elements goes through ingest() and ends the same
+#   - a deadlock between two batches failing more than one webhook: one
+#     delivery gets 40P01 (its provider retries), the rest of both commit
 #   - a caller choosing the history's actor through the batch's map:
 #     ingest() writes its own actor whatever the map says
 #   - the edge's other roles calling it: only mt5credit_ingest may
@@ -368,6 +370,64 @@ is($db{one}->sql1("SELECT string_agg(actor, ',') FROM "
                   . "ON c.id = h.credit_id WHERE c.provider_payment_id = "
                   . "'pi_batch_16'"),
    'ingest:stripe:evt_batch_16', 'has ingest()\'s own actor in its history');
+
+# --- two batches deadlocking ---------------------------------------------
+
+# each locks two deposits in the other's order (status reports: through
+# ingest()); a third session holds both until both batches wait on it
+sub processing {
+    my ($n, $id) = @_;
+    return delivery(qq({"id": "$id", "object": "event", "type": )
+        . qq("payment_intent.processing", "data": {"object": {"id": )
+        . qq("pi_dl_$n", "object": "payment_intent", "amount": 50000, )
+        . qq("currency": "usd", "metadata": {"deposit_id": "@{[ dep($n) ]}"}, )
+        . qq("status": "processing"}}}));
+}
+sub batch_sql {
+    my (@d) = @_;
+    return 'SELECT ord, coalesce(outcome, \'\'), coalesce(error_code, \'\') '
+        . 'FROM mt5credit.ingest_batch(ARRAY[' . join(', ', map { "'stripe'" } @d)
+        . "], ARRAY[NULL, NULL]::text[], ARRAY["
+        . join(', ', map { hexlit($_->{body}) } @d) . "], ARRAY['stripe', "
+        . "'stripe'], ARRAY[$SIGNED_AT, $SIGNED_AT], ARRAY[NULL, "
+        . "NULL]::text[]) ORDER BY ord;";
+}
+{
+    my $sb = $db{batch};
+    my $hold = $sb->psql_session;
+    $hold->send("BEGIN; SELECT id FROM mt5credit.deposit WHERE "
+                . "reference IN ('" . dep(17) . "', '" . dep(18)
+                . "') FOR UPDATE;");
+    my $wait = sub {
+        my ($what, $cond) = @_;
+        for (1 .. 200) { return 1 if $cond->(); select undef, undef, undef, 0.05 }
+        diag("timed out waiting for $what");
+        return 0;
+    };
+    $wait->('the holder', sub { $sb->sql1("SELECT count(*) FROM "
+        . "pg_stat_activity WHERE state = 'idle in transaction'") == 1 });
+    my $a = $sb->psql_session;
+    $a->send(batch_sql(processing(17, 'evt_dl_a1'), processing(18, 'evt_dl_a2')));
+    my $b = $sb->psql_session;
+    $b->send(batch_sql(processing(18, 'evt_dl_b1'), processing(17, 'evt_dl_b2')));
+    ok($wait->('both batches waiting', sub { $sb->sql1("SELECT count(*) FROM "
+        . "pg_stat_activity WHERE wait_event_type = 'Lock'") == 2 }),
+       'two batches wait on one holder of both their deposits');
+    $hold->send('COMMIT;');
+    $hold->close;
+    $a->close;
+    $b->close;
+    my @rows = map { [ split /\|/ ] } grep { /^\d+\|/ }
+               map { split /\n/, $_->output } $a, $b;
+    is(scalar @rows, 4, 'both batches answered, one row per delivery');
+    is(scalar(grep { $_->[2] eq '40P01' } @rows), 1,
+       'the deadlock failed one delivery of one batch (40P01), and only it');
+    is(scalar(grep { ($_->[1] // '') eq 'stored' } @rows), 3,
+       '... the other three were recorded');
+    is($sb->sql1("SELECT count(*) FROM mt5credit.webhook_event WHERE "
+                 . "provider_event_id LIKE 'evt\\_dl\\_%'"), 3,
+       '... and nothing of the failed one is stored: its provider retries');
+}
 
 # --- who may call it -------------------------------------------------------
 
