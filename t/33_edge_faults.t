@@ -86,12 +86,6 @@ sub post_start {
 
 sub answered { IO::Select->new($_[0])->can_read($_[1] // 0) ? 1 : 0 }
 
-sub stat_value {
-    my ($name) = @_;
-    my $body = $sb->http('GET', '/status')->{body};
-    return $body =~ /^\Q$name\E (\d+)$/m ? $1 : -1;
-}
-
 sub wait_until {
     my ($what, $cond, $timeout) = @_;
     my $until = time + ($timeout || 20);
@@ -132,14 +126,14 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     is(post($ev)->{status}, 200, 'delivered while PostgreSQL is up');
 
     my $down = event(pi => 'pi_pgdown2', id => 'evt_pgdown2');
-    my $connects = stat_value('mt5credit_pg_connects_total');
+    my $connects = $sb->status_value('mt5credit_pg_connects_total');
     $sb->stop_postgres('fast');
     my $res = post($down);
     is($res->{status}, 503, 'PostgreSQL stopped: 503');
     is($res->{headers}{'retry-after'}, 7, 'with Retry-After');
     is(post($down)->{status}, 503, 'and again (no worker restart, no hang)');
     sleep 1;
-    ok(stat_value('mt5credit_pg_connects_total') - $connects <= 4,
+    ok($sb->status_value('mt5credit_pg_connects_total') - $connects <= 4,
        'a refused connect does not start another: no reconnect storm');
     my $from = $sb->error_log_size;
     my @six = map { post($down)->{status} } 1 .. 6;
@@ -157,7 +151,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     is($sb->sql1("SELECT count(*) FROM mt5credit.webhook_event "
                  . "WHERE provider_event_id = 'evt_pgdown2'"), 1,
        'and stored once');
-    ok(stat_value('mt5credit_responses_total{provider="stripe",code="503"}') >= 2,
+    ok($sb->status_value('mt5credit_responses_total{provider="stripe",code="503"}') >= 2,
        'the 503s were counted');
 }
 
@@ -190,7 +184,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     my @busy = map { post_start(event(pi => "pi_q$_", id => "evt_q$_")) } 1 .. 2;
     wait_until('both connections to block', sub { waiting_on_locks() >= 2 });
     my @queued = map { post_start(event(pi => "pi_q$_", id => "evt_q$_")) } 3 .. 4;
-    wait_until('two to queue', sub { stat_value('mt5credit_pg_queue') == 2 });
+    wait_until('two to queue', sub { $sb->status_value('mt5credit_pg_queue') == 2 });
 
     my $res = post(event(pi => 'pi_q5', id => 'evt_q5'));
     is($res->{status}, 503, 'pool busy and queue full: 503 at once');
@@ -201,8 +195,8 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
         like(Mt5Credit::Sandbox::http_end($s)->{body}, qr/credit_created/,
              'a blocked or queued webhook completes');
     }
-    is(stat_value('mt5credit_pg_queue'), 0, 'the queue is empty again');
-    is(stat_value('mt5credit_pg_connections_busy'), 0, 'no connection busy');
+    is($sb->status_value('mt5credit_pg_queue'), 0, 'the queue is empty again');
+    is($sb->status_value('mt5credit_pg_connections_busy'), 0, 'no connection busy');
 }
 
 # --- waiting in the queue past its timeout ------------------------------------
@@ -215,7 +209,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     my $res = post(event(pi => 'pi_qt3', id => 'evt_qt3'));
     is($res->{status}, 503, 'queued past mt5_credit_postgres_queue_timeout: 503');
     ok(!answered($_), 'while the connections are still busy') for @busy;
-    ok(stat_value('mt5credit_db_failures_total{provider="stripe",cause="queue_timeout"}') >= 1,
+    ok($sb->status_value('mt5credit_db_failures_total{provider="stripe",cause="queue_timeout"}') >= 1,
        'counted as a queue timeout');
 
     $_->send('ROLLBACK;'), $_->close for @locks;
@@ -245,7 +239,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     like($again->{body}, qr/"outcome":"(credit_created|duplicate)"/,
          'the redelivery is accepted');
     is(credit_of('pi_timeout'), 1, 'and the credit exists exactly once');
-    ok(stat_value('mt5credit_db_failures_total{provider="stripe",cause="timeout"}') >= 1,
+    ok($sb->status_value('mt5credit_db_failures_total{provider="stripe",cause="timeout"}') >= 1,
        'the timeout was counted');
 }
 
@@ -264,7 +258,7 @@ sub credit_of { $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
     ok(wait_until('the event', sub { credit_of('pi_abort') == 1 }),
        'the event of a vanished client is still stored');
     ok(wait_until('the pool', sub {
-           stat_value('mt5credit_pg_connections_busy') == 0 }),
+           $sb->status_value('mt5credit_pg_connections_busy') == 0 }),
        'and its connection went back to the pool');
     is(post(event(pi => 'pi_after_abort'))->{status}, 200,
        'which keeps working');
@@ -286,7 +280,7 @@ sub credit_id_of {
        'a created credit is announced on the Redis list');
 
     $sb->stop_redis;
-    my $errors = stat_value('mt5credit_redis_errors_total');
+    my $errors = $sb->status_value('mt5credit_redis_errors_total');
     my $from = $sb->error_log_size;
     my $res = post(event(pi => 'pi_r2'));
     is($res->{status}, 200, 'Redis down: the delivery still gets 200');
@@ -298,7 +292,7 @@ sub credit_id_of {
     is($sb->sql1("SELECT status FROM mt5credit.mt5_credit "
                  . "WHERE provider_payment_id = 'pi_r2'"), 'pending',
        'and its credit waits, pending, for the poll');
-    ok(stat_value('mt5credit_redis_errors_total') > $errors,
+    ok($sb->status_value('mt5credit_redis_errors_total') > $errors,
        'the missed wake-up is counted');
 
     $sb->start_redis;
@@ -314,15 +308,15 @@ sub credit_id_of {
 {
     # Redis alive but not answering (the process frozen): the answer must
     # not wait for it, and wake-ups resume once it thaws
-    my $errors = stat_value('mt5credit_redis_errors_total');
+    my $errors = $sb->status_value('mt5credit_redis_errors_total');
     kill 'STOP', $sb->{pids}{redis};
     my $res = post(event(pi => 'pi_hung'));
     is($res->{status}, 200, 'Redis hung: the delivery is still answered');
     ok(wait_until('the Redis deadline', sub {
-           stat_value('mt5credit_redis_errors_total') > $errors }, 10),
+           $sb->status_value('mt5credit_redis_errors_total') > $errors }, 10),
        '... its wake-up is lost at the deadline');
     sleep 0.5;
-    is(stat_value('mt5credit_redis_errors_total') - $errors, 1,
+    is($sb->status_value('mt5credit_redis_errors_total') - $errors, 1,
        '... and counted once (its LTRIM, lost with it, is no wake-up)');
     kill 'CONT', $sb->{pids}{redis};
 
@@ -354,7 +348,7 @@ sub credit_id_of {
 # --- idle connections ---------------------------------------------------------
 
 ok(wait_until('idle connections to close', sub {
-       stat_value('mt5credit_pg_connections') == 0 }, 15),
+       $sb->status_value('mt5credit_pg_connections') == 0 }, 15),
    'idle connections close after mt5_credit_postgres_idle_timeout');
 is(post(event(pi => 'pi_after_idle'))->{status}, 200,
    'and a new delivery opens one again');
@@ -379,8 +373,8 @@ is(post(event(pi => 'pi_after_idle'))->{status}, 200,
                1 .. 2;
     wait_until('both connections to block', sub { waiting_on_locks() >= 2 });
     my $queued = post_start(event(pi => 'pi_exit3', id => 'evt_exit3'));
-    wait_until('one to queue', sub { stat_value('mt5credit_pg_queue') == 1 });
-    my $connects = stat_value('mt5credit_pg_connects_total');
+    wait_until('one to queue', sub { $sb->status_value('mt5credit_pg_queue') == 1 });
+    my $connects = $sb->status_value('mt5credit_pg_connects_total');
 
     kill 'QUIT', $sb->{pids}{nginx};
     sleep 0.5;

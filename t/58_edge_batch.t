@@ -24,6 +24,7 @@ use Time::HiRes qw(time sleep);
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
+use Mt5Credit::Worker;
 use Mt5Credit::Provider qw(stripe_event stripe_headers);
 
 my $secret = 'whsec_batch';
@@ -49,19 +50,10 @@ HTTP
 
 $sb->register_account('erin', 5001);
 
-sub stat_value {
-    my ($name) = @_;
-    my $body = $sb->http('GET', '/status')->{body};
-    return $body =~ /^\Q$name\E (\d+)$/m ? $1 : -1;
-}
-
+# waits for a condition; says which one timed out
 sub wait_until {
-    my ($what, $cond, $timeout) = @_;
-    my $until = time + ($timeout || 20);
-    while (time < $until) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
+    my ($what, $cond) = @_;
+    return 1 if Mt5Credit::Worker::wait_for($cond, 20);
     diag("timed out waiting for $what");
     return 0;
 }
@@ -104,7 +96,7 @@ sub behind_a_busy_connection {
                   . "'edge' AND wait_event_type = 'Lock'") == 1 });
     my @s = map { post_start($_) } @rest;
     wait_until('the rest queued', sub {
-        stat_value('mt5credit_pg_queue') == @rest });
+        $sb->status_value('mt5credit_pg_queue') == @rest });
     $s->send('COMMIT;');
     $s->close;
     my $r0 = Mt5Credit::Sandbox::http_end($f);
@@ -121,16 +113,16 @@ sub stored_credit {
 
 # --- a batch forms, and each gets its own answer ---------------------------
 
-my $statements = stat_value('mt5credit_pg_statements_total');
-my $batched = stat_value('mt5credit_pg_batched_total');
+my $statements = $sb->status_value('mt5credit_pg_statements_total');
+my $batched = $sb->status_value('mt5credit_pg_batched_total');
 my @p = map { payment() } 1 .. 11;
 my @r = behind_a_busy_connection(@p);
 
 is_deeply([ map { $_->{status} } @r ], [ (200) x 11 ],
           'the first webhook and the ten queued behind it: all 200');
-is(stat_value('mt5credit_pg_batched_total') - $batched, 10,
+is($sb->status_value('mt5credit_pg_batched_total') - $batched, 10,
    'the ten queued went in a batch');
-is(stat_value('mt5credit_pg_statements_total') - $statements, 2,
+is($sb->status_value('mt5credit_pg_statements_total') - $statements, 2,
    '... two statements in all: the first alone, the ten together');
 my @own = grep {
     my $a = $json->decode($r[$_]{body});
@@ -160,14 +152,14 @@ CREATE TRIGGER test_poison BEFORE INSERT ON mt5credit.webhook_event
     FOR EACH ROW EXECUTE FUNCTION mt5credit.test_poison();
 SQL
 
-$batched = stat_value('mt5credit_pg_batched_total');
+$batched = $sb->status_value('mt5credit_pg_batched_total');
 @p = (payment(), payment(), payment(), payment(id => 'evt_poison'),
       payment(), payment());
 @r = behind_a_busy_connection(@p);
 is_deeply([ map { $_->{status} } @r ], [ 200, 200, 200, 503, 200, 200 ],
           'a batch with one webhook whose ingest() raises: it alone gets '
           . '503');
-is(stat_value('mt5credit_pg_batched_total') - $batched, 5,
+is($sb->status_value('mt5credit_pg_batched_total') - $batched, 5,
    '... and it was in the batch');
 is($sb->sql1("SELECT count(*) FROM mt5credit.webhook_event WHERE "
              . "provider_event_id = 'evt_poison'"), 0,
@@ -181,7 +173,7 @@ like(join('', $sb->error_log), qr/ingest failed: poisoned event/,
 
 $sb->psql("REVOKE EXECUTE ON FUNCTION mt5credit.ingest_batch(text[], "
           . "text[], bytea[], text[], bigint[], text[]) FROM mt5credit_ingest");
-$statements = stat_value('mt5credit_pg_statements_total');
+$statements = $sb->status_value('mt5credit_pg_statements_total');
 @p = map { payment() } 1 .. 5;
 @r = behind_a_busy_connection(@p);
 is_deeply([ map { $_->{status} } @r ], [ (200) x 5 ],
@@ -189,7 +181,7 @@ is_deeply([ map { $_->{status} } @r ], [ (200) x 5 ],
           . 'still 200');
 is(scalar(grep { stored_credit($_->{pi}) ne '' } @p), 5,
    '... each made its credit, sent again alone');
-is(stat_value('mt5credit_pg_statements_total') - $statements, 1 + 1 + 4,
+is($sb->status_value('mt5credit_pg_statements_total') - $statements, 1 + 1 + 4,
    '... the first, the refused batch, then the four one by one');
 like(join('', $sb->error_log),
      qr/a statement of 4 webhooks failed, each is sent alone/,
@@ -212,7 +204,7 @@ $sb->psql("GRANT EXECUTE ON FUNCTION mt5credit.ingest_batch(text[], "
         $sb->sql1("SELECT count(*) FROM pg_stat_activity WHERE usename = "
                   . "'edge' AND wait_event_type = 'Lock'") == 1 });
     my @s = map { post_start($_) } @p[1 .. 3];
-    wait_until('three queued', sub { stat_value('mt5credit_pg_queue') == 3 });
+    wait_until('three queued', sub { $sb->status_value('mt5credit_pg_queue') == 3 });
     close $s[1];    # its client goes away while it waits
     sleep 0.2;
     $s->send('COMMIT;');
@@ -236,12 +228,12 @@ is_deeply([ map { $_->{status} } @r ], [ (200) x 4 ],
 like(join('', $sb->error_log),
      qr/the database has no ingest_batch\(\) \(sql\/062\): webhooks are sent one by one/,
      '... the log says the worker sends them one by one');
-$batched = stat_value('mt5credit_pg_batched_total');
+$batched = $sb->status_value('mt5credit_pg_batched_total');
 @p = map { payment() } 1 .. 4;
 @r = behind_a_busy_connection(@p);
 is_deeply([ map { $_->{status} } @r ], [ (200) x 4 ],
           '... and later webhooks, queued together, 200');
-is(stat_value('mt5credit_pg_batched_total') - $batched, 0,
+is($sb->status_value('mt5credit_pg_batched_total') - $batched, 0,
    '... sent one by one, not tried as a batch again');
 is(scalar(() = join('', $sb->error_log) =~ /has no ingest_batch/g), 1,
    '... said once');

@@ -429,6 +429,14 @@ sub error_log {
 
 sub error_log_size { -s "$_[0]{dir}/error.log" || 0 }
 
+# One unlabelled metric of the edge's status page (a location
+# "= /status" with mt5_credit_status), or -1 if it is not there.
+sub status_value {
+    my ($self, $name) = @_;
+    my $body = $self->http('GET', '/status')->{body};
+    return $body =~ /^\Q$name\E (\d+)$/m ? $1 : -1;
+}
+
 # What no test may ever see in nginx's error log.
 sub log_problems {
     my ($self, $from) = @_;
