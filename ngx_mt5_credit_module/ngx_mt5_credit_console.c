@@ -12,23 +12,27 @@
  *               auth_basic ...;                  (or auth_request, a cert)
  *               mt5_credit_console;
  *               mt5_credit_console_person $remote_user;
+ *               mt5_credit_console_origin https://desk.example.com;
  *               alias /usr/share/mt5credit/console/;
  *           }
  *       }
  *   }
  *
  * <location>api/<endpoint> is answered here; every other path is the
- * shipped assets, which nginx's static module serves.  Each API request
- * is one simple query on the console's own pool (its own login, sql/052),
- * one implicit transaction:
+ * shipped assets, which nginx's static module serves.
  *
- *   SET LOCAL statement_timeout = ...; SET LOCAL ROLE "<person>"; SELECT ...
+ * A request is checked here first: its method, the person's name, the
+ * endpoint, each argument's shape; for an action also its type, origin,
+ * token and body.  A refusal is answered by the handler alone, and ends
+ * the request: nothing of it reaches PostgreSQL.  What passes is one
+ * fixed statement on the console's own pool, every value a parameter
+ * (issue 29: no byte of a request or of a name ever becomes SQL text):
  *
- * so the person's role ends with the transaction, and what the person may
- * do is what the database grants them: a role that does not exist, that
- * the console's login may not become, or that is no person (053's
- * person()) is 403.  Every value in the query is checked against a strict
- * pattern first, and the person is a quoted identifier of such a pattern.
+ *   SELECT mt5credit.console_call($1 name, $2 endpoint, $3 .. $7)
+ *
+ * which maps the name to its person, sets that person's role for the
+ * transaction and checks they are a person before anything else
+ * (sql/063).  What the person may do is what the database grants them.
  *
  * Every answer of a console location carries a strict Content-Security-
  * Policy (no inline script, nothing from elsewhere), nosniff, no framing.
@@ -42,44 +46,87 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include "ngx_mt5_credit_module.h"
 #include "ngx_mt5_credit_pg.h"
 
 
-#define NGX_MT5_CREDIT_CONSOLE_TIMEOUT  10000    /* ms, statement_timeout */
 #define NGX_MT5_CREDIT_CONSOLE_TOKEN    32       /* hex digits */
+#define NGX_MT5_CREDIT_CONSOLE_WINDOW   600      /* s, a token's period */
 #define NGX_MT5_CREDIT_CONSOLE_BODY     65536    /* an action's JSON */
+#define NGX_MT5_CREDIT_CONSOLE_NAME     255      /* a person's name */
+#define NGX_MT5_CREDIT_CONSOLE_ARGS     5
 
 
+/* sql/063: the one statement the console sends */
+static const char  ngx_mt5_credit_console_sql[] =
+    "SELECT mt5credit.console_call($1, $2, $3, $4, $5, $6, $7)";
+
+
+/*
+ * What a check refused, for the handler to answer.  A check returns
+ * NGX_OK (go on), NGX_DECLINED (refused: this says how; nothing was sent)
+ * or an HTTP status of its own failure; it never answers itself.
+ */
+typedef struct {
+    ngx_uint_t                    status;
+    const char                   *error;
+} ngx_mt5_credit_console_refusal_t;
+
+
+/* one request's call: console_call()'s parameters, NUL-terminated */
 typedef struct {
     ngx_mt5_credit_pg_op_t        op;
     ngx_http_request_t           *request;
-    unsigned                      report:1;   /* an HTML download */
+    ngx_str_t                     name;      /* the person, as nginx has it */
+    const char                   *endpoint;
+    const char                   *args[NGX_MT5_CREDIT_CONSOLE_ARGS];
+    unsigned                      report:1;  /* an HTML download */
 } ngx_mt5_credit_console_ctx_t;
 
 
+/* a reading endpoint's arguments: their characters and length */
+typedef struct {
+    const char                      *name;
+    const char                      *allowed;
+    size_t                           max;
+    ngx_uint_t                       required;
+} ngx_mt5_credit_console_param_t;
+
+typedef struct {
+    ngx_str_t                        name;
+    ngx_mt5_credit_console_param_t   args[NGX_MT5_CREDIT_CONSOLE_ARGS];
+    ngx_uint_t                       report;    /* an HTML download */
+} ngx_mt5_credit_console_endpoint_t;
+
+
 static ngx_int_t ngx_mt5_credit_console_handler(ngx_http_request_t *r);
-static ngx_int_t ngx_mt5_credit_console_person(ngx_http_request_t *r,
-    ngx_str_t *who);
-static ngx_int_t ngx_mt5_credit_console_start(ngx_http_request_t *r,
-    ngx_str_t *who, ngx_str_t *select, ngx_uint_t held, ngx_uint_t report);
-static ngx_int_t ngx_mt5_credit_console_query(ngx_http_request_t *r,
-    ngx_str_t *endpoint, ngx_str_t *who, ngx_str_t *select,
-    ngx_uint_t *report);
+static ngx_int_t ngx_mt5_credit_console_refuse(ngx_http_request_t *r,
+    ngx_mt5_credit_console_refusal_t *no);
+static ngx_int_t ngx_mt5_credit_console_person_of(ngx_http_request_t *r,
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_mt5_credit_console_refusal_t *no);
+static ngx_int_t ngx_mt5_credit_console_read(ngx_http_request_t *r,
+    ngx_str_t *endpoint, ngx_mt5_credit_console_ctx_t *ctx,
+    ngx_mt5_credit_console_refusal_t *no);
+static ngx_int_t ngx_mt5_credit_console_arg(ngx_http_request_t *r,
+    ngx_mt5_credit_console_param_t *a, const char **arg);
 static ngx_int_t ngx_mt5_credit_console_post(ngx_http_request_t *r,
-    ngx_str_t *who);
-static ngx_uint_t ngx_mt5_credit_console_same_origin(ngx_http_request_t *r);
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_mt5_credit_console_refusal_t *no);
+static ngx_uint_t ngx_mt5_credit_console_origin_ok(ngx_http_request_t *r);
 static ngx_table_elt_t *ngx_mt5_credit_console_find(ngx_http_request_t *r,
     const char *name);
 static void ngx_mt5_credit_console_body(ngx_http_request_t *r);
 static ngx_int_t ngx_mt5_credit_console_act(ngx_http_request_t *r,
-    ngx_str_t *who, ngx_str_t *body);
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_mt5_credit_console_refusal_t *no);
+static ngx_uint_t ngx_mt5_credit_console_text(u_char *p, size_t len,
+    ngx_uint_t controls);
 static void ngx_mt5_credit_console_token(ngx_http_request_t *r,
-    ngx_str_t *who, u_char *token);
-static ngx_int_t ngx_mt5_credit_console_arg(ngx_http_request_t *r,
-    const char *name, const char *allowed, size_t max, ngx_str_t *literal);
-static ngx_uint_t ngx_mt5_credit_console_person_ok(ngx_str_t *who);
+    ngx_str_t *name, time_t window, u_char *token);
+static ngx_uint_t ngx_mt5_credit_console_token_ok(ngx_http_request_t *r,
+    ngx_str_t *name, ngx_str_t *token);
+static ngx_int_t ngx_mt5_credit_console_start(ngx_http_request_t *r,
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_uint_t held);
 static void ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
     ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err);
 static void ngx_mt5_credit_console_cleanup(void *data);
@@ -118,56 +165,44 @@ static ngx_mt5_credit_console_err_t  ngx_mt5_credit_console_errors[] = {
     { "22023", NGX_HTTP_FORBIDDEN, "forbidden" },
     /* a role that is no person (sql/053) */
     { "MC093", NGX_HTTP_FORBIDDEN, "forbidden" },
+    /* a name no person is known by (sql/063) */
+    { "MC130", NGX_HTTP_FORBIDDEN, "forbidden" },
+    /* an endpoint the database has not (an edge newer than its schema) */
+    { "MC131", NGX_HTTP_NOT_FOUND, "no_such_endpoint" },
+    /* too many actions this minute, on every host together (sql/063) */
+    { "MC132", NGX_HTTP_TOO_MANY_REQUESTS, "too_many_actions" },
     /* no such case (sql/010) */
     { "MC044", NGX_HTTP_NOT_FOUND, "not_found" },
-    /* an argument of the wrong type, or a JSON body that is not JSON */
+    /* an argument of the wrong type, or a JSON body that is not JSON, or
+       holds what text cannot (\u0000, a lone surrogate) */
     { "22P02", NGX_HTTP_BAD_REQUEST, "bad_argument" },
     { "22003", NGX_HTTP_BAD_REQUEST, "bad_argument" },
     { "22007", NGX_HTTP_BAD_REQUEST, "bad_argument" },
     { "22008", NGX_HTTP_BAD_REQUEST, "bad_argument" },
+    { "22P05", NGX_HTTP_BAD_REQUEST, "bad_argument" },
+    { "22021", NGX_HTTP_BAD_REQUEST, "bad_argument" },
     { NULL, 0, NULL }
 };
 
 
-/* the endpoints' statements; each %V is a checked literal or NULL */
 /*
- * The reading endpoints: each a statement whose %V are its arguments'
- * literals, in the order listed, each once ('value' or NULL, checked
- * against its characters and length first; a required one may not be
- * NULL).  api/whoami is apart: its statement carries the person's token.
+ * The reading endpoints, and the arguments of each, in the order sql/063
+ * takes them: each checked against its characters and length after its
+ * percent-encoding is undone (a required one may not be absent).
+ * api/whoami's one argument is the person's token, made here; api/act is
+ * the one action endpoint (POST).
  */
-
-#define NGX_MT5_CREDIT_CONSOLE_ARGS  5
 
 #define NGX_MT5_CREDIT_LOWER   "abcdefghijklmnopqrstuvwxyz"
 #define NGX_MT5_CREDIT_DIGITS  "0123456789"
-
-typedef struct {
-    const char                      *name;
-    const char                      *allowed;
-    size_t                           max;
-    ngx_uint_t                       required;
-} ngx_mt5_credit_console_param_t;
-
-typedef struct {
-    ngx_str_t                        name;
-    const char                      *sql;
-    ngx_mt5_credit_console_param_t   args[NGX_MT5_CREDIT_CONSOLE_ARGS];
-    ngx_uint_t                       report;    /* an HTML download */
-} ngx_mt5_credit_console_endpoint_t;
-
-
 #define NGX_MT5_CREDIT_CONSOLE_ID  { "id", NGX_MT5_CREDIT_DIGITS, 18, 1 }
 
 static ngx_mt5_credit_console_endpoint_t  ngx_mt5_credit_console_endpoints[] = {
 
+    { ngx_string("whoami"), { { NULL, NULL, 0, 0 } }, 0 },
+
     /* the queue: by kind, status, age (minutes), severity and owner */
     { ngx_string("cases"),
-      "SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.priority, "
-      "c.opened_at), '[]')::text "
-      "FROM mt5credit.case_list(%V, %V, %V::integer * interval '1 minute', "
-      "500) c WHERE c.severity = coalesce(%V, c.severity) "
-      "AND c.assigned_to IS NOT DISTINCT FROM coalesce(%V, c.assigned_to)",
       { { "kind", NGX_MT5_CREDIT_LOWER "_", 40, 0 },
         { "status", NGX_MT5_CREDIT_LOWER "_", 40, 0 },
         { "age", NGX_MT5_CREDIT_DIGITS, 7, 0 },
@@ -175,15 +210,10 @@ static ngx_mt5_credit_console_endpoint_t  ngx_mt5_credit_console_endpoints[] = {
         { "owner", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_.@-", 63,
           0 } }, 0 },
 
-    { ngx_string("case"),
-      "SELECT mt5credit.case_show(%V::bigint)::text",
-      { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
+    { ngx_string("case"), { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
 
     /* the stored events, as mt5credit events list searches them */
     { ngx_string("events"),
-      "SELECT coalesce(jsonb_agg(to_jsonb(e)), '[]')::text "
-      "FROM mt5credit.events_list(%V, %V, %V, NULL, %V, NULL, NULL, %V, "
-      "500) e",
       { { "provider", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_-", 32,
           0 },
         { "type", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_.", 100, 0 },
@@ -191,80 +221,34 @@ static ngx_mt5_credit_console_endpoint_t  ngx_mt5_credit_console_endpoints[] = {
         { "deposit", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_", 40, 0 },
         { "request_id", NGX_MT5_CREDIT_DIGITS "abcdef", 32, 0 } }, 0 },
 
-    { ngx_string("event"),
-      "SELECT mt5credit.event_show(%V::bigint)::text",
-      { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
+    { ngx_string("event"), { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
 
     { ngx_string("withdrawals"),
-      "SELECT coalesce(jsonb_agg(to_jsonb(q)), '[]')::text "
-      "FROM mt5credit.withdrawal_queue(%V, 500) q",
       { { "status", NGX_MT5_CREDIT_LOWER "_", 40, 0 } }, 0 },
 
     { ngx_string("withdrawal"),
-      "SELECT mt5credit.withdrawal_show(%V)::text",
       { { "ref", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_", 40, 1 } },
       0 },
 
     /* what people search by: references, clients, logins, payment ids */
     { ngx_string("search"),
-      "SELECT mt5credit.console_search(%V)::text",
       { { "q", NGX_MT5_CREDIT_LOWER "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                NGX_MT5_CREDIT_DIGITS "_.:@-", 128, 1 } }, 0 },
 
     /* reconciliation: the runs, newest day first; one run's findings */
     { ngx_string("recon_runs"),
-      "SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY x.business_day DESC, "
-      "x.id DESC), '[]')::text FROM (SELECT r.id, r.provider, "
-      "r.business_day, r.currency, r.verdict, r.reason, r.started_by, "
-      "r.started_at, r.finished_at, (SELECT jsonb_object_agg(c.name, c.n) "
-      "FROM mt5credit.recon_count c WHERE c.run_id = r.id AND c.dimension = "
-      "'summary') AS counts FROM mt5credit.recon_run r "
-      "WHERE r.provider = coalesce(%V, r.provider) "
-      "ORDER BY r.business_day DESC, r.id DESC LIMIT 500) x",
       { { "provider", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_-", 32,
           0 } }, 0 },
 
-    { ngx_string("recon_run"),
-      "SELECT (SELECT to_jsonb(r) || jsonb_build_object("
-      "'counts', (SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') "
-      "FROM mt5credit.recon_count c WHERE c.run_id = r.id), "
-      "'items', (SELECT coalesce(jsonb_agg(to_jsonb(i) ORDER BY i.id), "
-      "'[]') FROM mt5credit.recon_item i WHERE i.run_id = r.id), "
-      "'in_transit_settlement', (SELECT coalesce(jsonb_agg(to_jsonb(t)), "
-      "'[]') FROM mt5credit.recon_transit_settlement t "
-      "WHERE t.run_id = r.id), "
-      "'in_transit_credit', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') "
-      "FROM mt5credit.recon_transit_credit t WHERE t.run_id = r.id)) "
-      "FROM mt5credit.recon_run r WHERE r.id = %V::bigint)::text",
-      { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
+    { ngx_string("recon_run"), { NGX_MT5_CREDIT_CONSOLE_ID }, 0 },
 
     /* a run's HTML report, as the job wrote it (sql/058), to download */
-    { ngx_string("recon_report"),
-      "SELECT (SELECT html FROM mt5credit.recon_report "
-      "WHERE run_id = %V::bigint)",
-      { NGX_MT5_CREDIT_CONSOLE_ID }, 1 },
+    { ngx_string("recon_report"), { NGX_MT5_CREDIT_CONSOLE_ID }, 1 },
 
-    { ngx_string("status"),
-      "SELECT jsonb_build_object("
-      "'work', (SELECT coalesce(jsonb_agg(to_jsonb(w)), '[]') "
-      "FROM mt5credit.work_status() w), "
-      "'pauses', (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') "
-      "FROM mt5credit.pause_list(false) p), "
-      "'reconciled', (SELECT coalesce(jsonb_agg(to_jsonb(f)), '[]') "
-      "FROM mt5credit.recon_freshness() f), "
-      "'backfills', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') "
-      "FROM mt5credit.backfill_requests_list() b))::text",
-      { { NULL, NULL, 0, 0 } }, 0 },
+    { ngx_string("status"), { { NULL, NULL, 0, 0 } }, 0 },
 
-    { ngx_null_string, NULL, { { NULL, NULL, 0, 0 } }, 0 }
+    { ngx_null_string, { { NULL, NULL, 0, 0 } }, 0 }
 };
-
-
-static const char  ngx_mt5_credit_console_act_sql[] =
-    "SELECT mt5credit.console_act(%*s%V%*s::jsonb)::text";
-static const char  ngx_mt5_credit_console_whoami[] =
-    "SELECT (mt5credit.console_whoami() || "
-    "jsonb_build_object('csrf', '%*s'))::text";
 
 
 /* the policy of every console answer: the pages' own files, nothing else */
@@ -300,11 +284,12 @@ ngx_mt5_credit_console_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_mt5_credit_console_handler(ngx_http_request_t *r)
 {
-    ngx_int_t                    rc;
-    ngx_str_t                    rest, endpoint, select, who;
-    ngx_uint_t                   report;
-    ngx_http_core_loc_conf_t    *clcf;
-    ngx_mt5_credit_loc_conf_t   *lcf;
+    ngx_int_t                          rc;
+    ngx_str_t                          endpoint;
+    ngx_http_core_loc_conf_t          *clcf;
+    ngx_mt5_credit_loc_conf_t         *lcf;
+    ngx_mt5_credit_console_ctx_t      *ctx;
+    ngx_mt5_credit_console_refusal_t   no;
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
 
@@ -321,9 +306,8 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
         return NGX_DECLINED;            /* the assets */
     }
 
-    rest.data = r->uri.data + clcf->name.len + sizeof("api/") - 1;
-    rest.len = r->uri.len - clcf->name.len - (sizeof("api/") - 1);
-    endpoint = rest;
+    endpoint.data = r->uri.data + clcf->name.len + sizeof("api/") - 1;
+    endpoint.len = r->uri.len - clcf->name.len - (sizeof("api/") - 1);
 
     /* read only for an action that passed its checks: else discarded, so
        that its bytes are never taken for the next request */
@@ -335,98 +319,124 @@ ngx_mt5_credit_console_handler(ngx_http_request_t *r)
     }
 
     if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_POST))) {
-        rc = ngx_mt5_credit_console_header(r, "Allow", "GET, HEAD, POST");
-        if (rc != NGX_OK) {
+        if (ngx_mt5_credit_console_header(r, "Allow", "GET, HEAD, POST")
+            != NGX_OK)
+        {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-        return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_ALLOWED,
-                                            "method_not_allowed");
+
+        no.status = NGX_HTTP_NOT_ALLOWED;
+        no.error = "method_not_allowed";
+        return ngx_mt5_credit_console_refuse(r, &no);
     }
 
-    rc = ngx_mt5_credit_console_person(r, &who);
-    if (rc != NGX_OK) {
-        return rc;
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_mt5_credit_console_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (r->method == NGX_HTTP_POST) {
-        if (endpoint.len != 3 || ngx_strncmp(endpoint.data, "act", 3) != 0) {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_FOUND,
-                                                "no_such_endpoint");
+    ctx->request = r;
+
+    rc = ngx_mt5_credit_console_person_of(r, ctx, &no);
+
+    if (rc == NGX_OK && r->method == NGX_HTTP_POST) {
+        if (endpoint.len == 3 && ngx_strncmp(endpoint.data, "act", 3) == 0) {
+            rc = ngx_mt5_credit_console_post(r, ctx, &no);
+
+        } else {
+            no.status = NGX_HTTP_NOT_FOUND;
+            no.error = "no_such_endpoint";
+            rc = NGX_DECLINED;
         }
 
-        return ngx_mt5_credit_console_post(r, &who);
+        if (rc == NGX_OK) {
+            /* the body is being read: its handler goes on */
+            return NGX_DONE;
+        }
+
+    } else if (rc == NGX_OK) {
+        rc = ngx_mt5_credit_console_read(r, &endpoint, ctx, &no);
+
+        if (rc == NGX_OK) {
+            return ngx_mt5_credit_console_start(r, ctx, 0);
+        }
     }
 
-    rc = ngx_mt5_credit_console_query(r, &endpoint, &who, &select, &report);
-    if (rc != NGX_OK) {
-        return rc;
+    if (rc == NGX_DECLINED) {
+        return ngx_mt5_credit_console_refuse(r, &no);
     }
 
-    return ngx_mt5_credit_console_start(r, &who, &select, 0, report);
+    return rc;
 }
 
 
-/* the person nginx let in, as a role name; else the answer (403) */
+/* the one place a refusal is answered; logged where the client can't see */
 static ngx_int_t
-ngx_mt5_credit_console_person(ngx_http_request_t *r, ngx_str_t *who)
+ngx_mt5_credit_console_refuse(ngx_http_request_t *r,
+    ngx_mt5_credit_console_refusal_t *no)
 {
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "mt5_credit: console: refused before the database: %ui %s",
+                  no->status, no->error);
+
+    return ngx_mt5_credit_console_error(r, no->status, no->error);
+}
+
+
+/*
+ * The person's name, as the location's verified source gives it
+ * (ngx_mt5_credit_console_conf.c): a parameter to the database, which
+ * maps it to a person; here only its shape, UTF-8 text without control
+ * characters, of at most 255 bytes.
+ */
+static ngx_int_t
+ngx_mt5_credit_console_person_of(ngx_http_request_t *r,
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_mt5_credit_console_refusal_t *no)
+{
+    ngx_str_t                   name;
     ngx_mt5_credit_loc_conf_t  *lcf;
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
 
-    if (ngx_http_complex_value(r, lcf->console_person, who) != NGX_OK) {
+    if (ngx_http_complex_value(r, lcf->console_person, &name) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* nginx let the request in, but it names nobody we can act for */
-    if (!ngx_mt5_credit_console_person_ok(who)) {
+    if (name.len == 0 || name.len > NGX_MT5_CREDIT_CONSOLE_NAME
+        || !ngx_mt5_credit_console_text(name.data, name.len, 0))
+    {
+        /* nginx let the request in, but it names nobody we can act for */
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "mt5_credit: console: no person in \"%V\"", who);
-        return ngx_mt5_credit_console_error(r, NGX_HTTP_FORBIDDEN,
-                                            "no_person");
+                      "mt5_credit: console: no person in a name of %uz "
+                      "bytes", name.len);
+        no->status = NGX_HTTP_FORBIDDEN;
+        no->error = "no_person";
+        return NGX_DECLINED;
     }
+
+    ctx->name.data = ngx_pnalloc(r->pool, name.len + 1);
+    if (ctx->name.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->name.len = name.len;
+    *ngx_cpymem(ctx->name.data, name.data, name.len) = '\0';
 
     return NGX_OK;
 }
 
 
-/*
- * The statement an endpoint asks for, its arguments checked; *report: it
- * answers an HTML report to download.
- */
+/* a reading endpoint and its arguments, each checked */
 static ngx_int_t
-ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
-    ngx_str_t *who, ngx_str_t *select, ngx_uint_t *report)
+ngx_mt5_credit_console_read(ngx_http_request_t *r, ngx_str_t *endpoint,
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_mt5_credit_console_refusal_t *no)
 {
-    u_char                             *p;
-    size_t                              len;
-    ngx_str_t                           v[NGX_MT5_CREDIT_CONSOLE_ARGS];
+    u_char                             *token;
+    ngx_int_t                           rc;
     ngx_uint_t                          i;
-    ngx_mt5_credit_console_param_t     *a;
     ngx_mt5_credit_console_endpoint_t  *e;
-    u_char                              token[NGX_MT5_CREDIT_CONSOLE_TOKEN];
 
-    *report = 0;
-
-    /* who, what they may, and the token their actions must carry */
-    if (endpoint->len == 6 && ngx_strncmp(endpoint->data, "whoami", 6) == 0) {
-        ngx_mt5_credit_console_token(r, who, token);
-
-        len = sizeof(ngx_mt5_credit_console_whoami)
-              + NGX_MT5_CREDIT_CONSOLE_TOKEN;
-        p = ngx_pnalloc(r->pool, len);
-        if (p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        select->data = p;
-        p = ngx_sprintf(p, ngx_mt5_credit_console_whoami,
-                        (size_t) NGX_MT5_CREDIT_CONSOLE_TOKEN, token);
-        select->len = p - select->data;
-        return NGX_OK;
-    }
-
-    for (e = ngx_mt5_credit_console_endpoints; e->sql; e++) {
+    for (e = ngx_mt5_credit_console_endpoints; e->name.len; e++) {
         if (e->name.len == endpoint->len
             && ngx_strncmp(e->name.data, endpoint->data, endpoint->len) == 0)
         {
@@ -434,115 +444,350 @@ ngx_mt5_credit_console_query(ngx_http_request_t *r, ngx_str_t *endpoint,
         }
     }
 
-    if (e->sql == NULL) {
-        return ngx_mt5_credit_console_error(r, NGX_HTTP_NOT_FOUND,
-                                            "no_such_endpoint");
+    if (e->name.len == 0) {
+        no->status = NGX_HTTP_NOT_FOUND;
+        no->error = "no_such_endpoint";
+        return NGX_DECLINED;
     }
 
-    len = ngx_strlen(e->sql) + 1;
+    ctx->endpoint = (const char *) e->name.data;   /* a C literal */
+    ctx->report = e->report ? 1 : 0;
 
-    for (i = 0; i < NGX_MT5_CREDIT_CONSOLE_ARGS; i++) {
-        a = &e->args[i];
-        ngx_str_set(&v[i], "NULL");
+    for (i = 0; i < NGX_MT5_CREDIT_CONSOLE_ARGS && e->args[i].name; i++) {
+        rc = ngx_mt5_credit_console_arg(r, &e->args[i], &ctx->args[i]);
 
-        if (a->name == NULL) {
-            continue;
+        if (rc == NGX_DECLINED) {
+            no->status = NGX_HTTP_BAD_REQUEST;
+            no->error = "bad_argument";
+            return NGX_DECLINED;
         }
 
-        if (ngx_mt5_credit_console_arg(r, a->name, a->allowed, a->max, &v[i])
-            != NGX_OK
-            || (a->required && v[i].data[0] != '\''))
-        {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_argument");
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    /* who, what they may, and the token their actions must carry */
+    if (ngx_strcmp(ctx->endpoint, "whoami") == 0) {
+        token = ngx_pnalloc(r->pool, NGX_MT5_CREDIT_CONSOLE_TOKEN + 1);
+        if (token == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        len += v[i].len;
+        ngx_mt5_credit_console_token(r, &ctx->name,
+                                     ngx_time() / NGX_MT5_CREDIT_CONSOLE_WINDOW,
+                                     token);
+        token[NGX_MT5_CREDIT_CONSOLE_TOKEN] = '\0';
+        ctx->args[0] = (const char *) token;
     }
-
-    p = ngx_pnalloc(r->pool, len);
-    if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* a statement reads as many of the five as it names, in order */
-    select->data = p;
-    p = ngx_sprintf(p, e->sql, &v[0], &v[1], &v[2], &v[3], &v[4]);
-    select->len = p - select->data;
-
-    *report = e->report;
 
     return NGX_OK;
 }
 
 
 /*
- * An argument as an SQL literal: 'value' when present, every byte of it
- * in allowed and at most max of them; NULL when absent.  NGX_ERROR: it is
- * present and not of that shape.
+ * An argument, its percent-encoding undone (a page encodes "@" and ":"),
+ * every byte of it in a->allowed and at most a->max of them; absent
+ * (NULL) when not given or empty.  NGX_DECLINED: present and not of that
+ * shape, or absent and required.
  */
 static ngx_int_t
-ngx_mt5_credit_console_arg(ngx_http_request_t *r, const char *name,
-    const char *allowed, size_t max, ngx_str_t *literal)
+ngx_mt5_credit_console_arg(ngx_http_request_t *r,
+    ngx_mt5_credit_console_param_t *a, const char **arg)
 {
-    u_char     *p;
+    u_char     *dst, *src, *p;
     ngx_str_t   value;
     ngx_uint_t  i;
 
-    if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &value)
+    *arg = NULL;
+
+    if (ngx_http_arg(r, (u_char *) a->name, ngx_strlen(a->name), &value)
         != NGX_OK
         || value.len == 0)
     {
-        ngx_str_set(literal, "NULL");
-        return NGX_OK;
+        return a->required ? NGX_DECLINED : NGX_OK;
     }
 
-    if (value.len > max) {
-        return NGX_ERROR;
+    /* an encoded value is never longer than its encoding */
+    if (value.len > 3 * a->max) {
+        return NGX_DECLINED;
     }
 
-    for (i = 0; i < value.len; i++) {
-        if (value.data[i] == '\0'
-            || ngx_strchr(allowed, value.data[i]) == NULL)
-        {
-            return NGX_ERROR;
+    p = ngx_pnalloc(r->pool, value.len + 1);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    dst = p;
+    src = value.data;
+    ngx_unescape_uri(&dst, &src, value.len, 0);
+
+    if (src != value.data + value.len || dst == p
+        || (size_t) (dst - p) > a->max)
+    {
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; p + i < dst; i++) {
+        if (p[i] == '\0' || ngx_strchr(a->allowed, p[i]) == NULL) {
+            return NGX_DECLINED;
         }
     }
 
-    p = ngx_pnalloc(r->pool, value.len + 2);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    literal->data = p;
-    *p++ = '\'';
-    p = ngx_cpymem(p, value.data, value.len);
-    *p++ = '\'';
-    literal->len = p - literal->data;
+    *dst = '\0';
+    *arg = (const char *) p;
 
     return NGX_OK;
 }
 
 
-/* a person's role name: lower case, as the roles are made (docs/console.md) */
-static ngx_uint_t
-ngx_mt5_credit_console_person_ok(ngx_str_t *who)
+/*
+ * An action: POST <location>api/act, a JSON object that sql/055's
+ * console_act() reads.  Before its body is read: JSON only (a cross-site
+ * form cannot send it without a preflight), from a configured origin,
+ * with the person's current token (api/whoami gives it), of a bounded
+ * size.  NGX_OK: the body is being read.
+ */
+static ngx_int_t
+ngx_mt5_credit_console_post(ngx_http_request_t *r,
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_mt5_credit_console_refusal_t *no)
 {
-    u_char      ch;
-    ngx_uint_t  i;
+    ngx_int_t         rc;
+    ngx_table_elt_t  *h;
 
-    if (who->len == 0 || who->len > 63
-        || who->data[0] < 'a' || who->data[0] > 'z')
+    if (r->headers_in.content_type == NULL
+        || r->headers_in.content_type->value.len < 16
+        || ngx_strncasecmp(r->headers_in.content_type->value.data,
+                           (u_char *) "application/json", 16) != 0)
     {
+        no->status = NGX_HTTP_UNSUPPORTED_MEDIA_TYPE;
+        no->error = "json_only";
+        return NGX_DECLINED;
+    }
+
+    if (!ngx_mt5_credit_console_origin_ok(r)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: console: an action from an origin not "
+                      "configured refused (person \"%V\")", &ctx->name);
+        no->status = NGX_HTTP_FORBIDDEN;
+        no->error = "cross_origin";
+        return NGX_DECLINED;
+    }
+
+    h = ngx_mt5_credit_console_find(r, "X-CSRF-Token");
+
+    if (h == NULL || !ngx_mt5_credit_console_token_ok(r, &ctx->name,
+                                                      &h->value))
+    {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mt5_credit: console: an action without its current "
+                      "token refused (person \"%V\")", &ctx->name);
+        no->status = NGX_HTTP_FORBIDDEN;
+        no->error = "csrf";
+        return NGX_DECLINED;
+    }
+
+    if (r->headers_in.content_length_n > NGX_MT5_CREDIT_CONSOLE_BODY) {
+        no->status = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+        no->error = "too_large";
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_read_client_request_body(r, ngx_mt5_credit_console_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The Origin a browser sends with every POST is one of the configured
+ * origins, as written; without it, the Referer starts with one and a
+ * "/".  The request's own Host proves nothing: the client chose it.
+ */
+static ngx_uint_t
+ngx_mt5_credit_console_origin_ok(ngx_http_request_t *r)
+{
+    ngx_str_t                  *o, from;
+    ngx_uint_t                  i, referer;
+    ngx_table_elt_t            *h;
+    ngx_mt5_credit_loc_conf_t  *lcf;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
+
+    h = ngx_mt5_credit_console_find(r, "Origin");
+    referer = (h == NULL);
+
+    if (h == NULL) {
+        h = r->headers_in.referer;
+    }
+
+    if (h == NULL) {
         return 0;
     }
 
-    for (i = 1; i < who->len; i++) {
-        ch = who->data[i];
+    from = h->value;
+    o = lcf->console_origins->elts;
 
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')
-              || ch == '_' || ch == '.' || ch == '@' || ch == '-'))
+    for (i = 0; i < lcf->console_origins->nelts; i++) {
+        if (from.len < o[i].len
+            || ngx_strncasecmp(from.data, o[i].data, o[i].len) != 0)
         {
+            continue;
+        }
+
+        if (from.len == o[i].len) {
+            return 1;
+        }
+
+        if (referer && from.data[o[i].len] == '/') {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_table_elt_t *
+ngx_mt5_credit_console_find(ngx_http_request_t *r, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/*
+ * The body has been read.  The person is taken again, from the same
+ * source, the same value: the checks before the body held for it.
+ */
+static void
+ngx_mt5_credit_console_body(ngx_http_request_t *r)
+{
+    ngx_int_t                          rc;
+    ngx_mt5_credit_console_ctx_t      *ctx;
+    ngx_mt5_credit_console_refusal_t   no;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_mt5_credit_console_ctx_t));
+    if (ctx == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    ctx->request = r;
+
+    rc = ngx_mt5_credit_console_person_of(r, ctx, &no);
+
+    if (rc == NGX_OK) {
+        rc = ngx_mt5_credit_console_act(r, ctx, &no);
+    }
+
+    if (rc == NGX_OK) {
+        rc = ngx_mt5_credit_console_start(r, ctx, 1);
+
+        if (rc == NGX_DONE) {
+            /* the body reading's reference is held until the answer */
+            return;
+        }
+
+    } else if (rc == NGX_DECLINED) {
+        rc = ngx_mt5_credit_console_refuse(r, &no);
+    }
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+/* the body: UTF-8 text without a NUL, one parameter of console_call() */
+static ngx_int_t
+ngx_mt5_credit_console_act(ngx_http_request_t *r,
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_mt5_credit_console_refusal_t *no)
+{
+    u_char     *p;
+    ngx_str_t   body;
+
+    if (ngx_mt5_credit_body_assemble(r->request_body != NULL
+                                     ? r->request_body->bufs : NULL,
+                                     r->pool, r->connection->log, &body)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (body.len == 0 || body.len > NGX_MT5_CREDIT_CONSOLE_BODY
+        || !ngx_mt5_credit_console_text(body.data, body.len, 1))
+    {
+        no->status = NGX_HTTP_BAD_REQUEST;
+        no->error = "bad_body";
+        return NGX_DECLINED;
+    }
+
+    p = ngx_pnalloc(r->pool, body.len + 1);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    *ngx_cpymem(p, body.data, body.len) = '\0';
+
+    ctx->endpoint = "act";
+    ctx->args[0] = (const char *) p;
+
+    return NGX_OK;
+}
+
+
+/*
+ * UTF-8 text of len bytes, without a NUL; with controls 0, without any
+ * control character either.
+ */
+static ngx_uint_t
+ngx_mt5_credit_console_text(u_char *p, size_t len, ngx_uint_t controls)
+{
+    u_char    *last;
+    uint32_t   ch;
+
+    last = p + len;
+
+    while (p < last) {
+        if (*p < 0x80) {
+            if (*p == '\0' || (!controls && (*p < 0x20 || *p == 0x7f))) {
+                return 0;
+            }
+
+            p++;
+            continue;
+        }
+
+        ch = ngx_utf8_decode(&p, last - p);
+        if (ch > 0x10ffff || (!controls && ch >= 0x80 && ch < 0xa0)) {
             return 0;
         }
     }
@@ -552,19 +797,92 @@ ngx_mt5_credit_console_person_ok(ngx_str_t *who)
 
 
 /*
- * The statement on the console's pool, as the person.  held: the body
- * reading holds the request until the answer; else it is held here.
- * report: the one value is an HTML report to download, not JSON.
+ * The token a person's actions carry: HMAC-SHA256, under a key every
+ * host shares (mt5_credit_console_key_file), of the person's name and a
+ * ten-minute window, in hex.  A token is taken in its window and the
+ * next: a page fetches it again before each action, so one copied from
+ * a page or a log is worth at most twenty minutes.
+ */
+static void
+ngx_mt5_credit_console_token(ngx_http_request_t *r, ngx_str_t *name,
+    time_t window, u_char *token)
+{
+    u_char                      *msg;
+    uint64_t                     n;
+    ngx_uint_t                   i;
+    unsigned int                 maclen;
+    ngx_mt5_credit_main_conf_t  *mcf;
+    u_char                       mac[EVP_MAX_MD_SIZE];
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
+
+    /* the window, 8 bytes big-endian, then the name */
+    msg = ngx_pnalloc(r->pool, 8 + name->len);
+
+    if (msg != NULL) {
+        for (i = 0, n = (uint64_t) window; i < 8; i++, n >>= 8) {
+            msg[7 - i] = (u_char) (n & 0xff);
+        }
+
+        ngx_memcpy(msg + 8, name->data, name->len);
+    }
+
+    maclen = 0;
+
+    if (msg == NULL
+        || HMAC(EVP_sha256(), mcf->console_key, sizeof(mcf->console_key),
+                msg, 8 + name->len, mac, &maclen) == NULL
+        || maclen < NGX_MT5_CREDIT_CONSOLE_TOKEN / 2)
+    {
+        /* then a token no client can know: every action is refused */
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "mt5_credit: console: the token's HMAC failed");
+        if (RAND_bytes(mac, NGX_MT5_CREDIT_CONSOLE_TOKEN / 2) != 1) {
+            ngx_memset(mac, 0xa5, NGX_MT5_CREDIT_CONSOLE_TOKEN / 2);
+            mac[0] ^= (u_char) ngx_random();
+        }
+    }
+
+    ngx_hex_dump(token, mac, NGX_MT5_CREDIT_CONSOLE_TOKEN / 2);
+}
+
+
+static ngx_uint_t
+ngx_mt5_credit_console_token_ok(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_str_t *token)
+{
+    time_t      now;
+    ngx_uint_t  ok;
+    u_char      want[NGX_MT5_CREDIT_CONSOLE_TOKEN];
+
+    if (token->len != NGX_MT5_CREDIT_CONSOLE_TOKEN) {
+        return 0;
+    }
+
+    now = ngx_time() / NGX_MT5_CREDIT_CONSOLE_WINDOW;
+
+    ngx_mt5_credit_console_token(r, name, now, want);
+    ok = CRYPTO_memcmp(token->data, want, sizeof(want)) == 0;
+
+    ngx_mt5_credit_console_token(r, name, now - 1, want);
+    ok |= CRYPTO_memcmp(token->data, want, sizeof(want)) == 0;
+
+    return ok;
+}
+
+
+/*
+ * The call on the console's pool.  held: the body reading holds the
+ * request until the answer; else it is held here.  NGX_DONE: the answer
+ * comes from ngx_mt5_credit_console_done().
  */
 static ngx_int_t
-ngx_mt5_credit_console_start(ngx_http_request_t *r, ngx_str_t *who,
-    ngx_str_t *select, ngx_uint_t held, ngx_uint_t report)
+ngx_mt5_credit_console_start(ngx_http_request_t *r,
+    ngx_mt5_credit_console_ctx_t *ctx, ngx_uint_t held)
 {
-    u_char                        *p;
-    size_t                         len;
     ngx_int_t                      rc;
+    ngx_uint_t                     i;
     ngx_http_cleanup_t            *cln;
-    ngx_mt5_credit_console_ctx_t  *ctx;
     ngx_mt5_credit_main_conf_t    *mcf;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
@@ -575,27 +893,15 @@ ngx_mt5_credit_console_start(ngx_http_request_t *r, ngx_str_t *who,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_mt5_credit_console_ctx_t));
-    if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ctx->op.sql = ngx_mt5_credit_console_sql;
+    ctx->op.nparams = 2 + NGX_MT5_CREDIT_CONSOLE_ARGS;
+    ctx->op.values[0] = (const char *) ctx->name.data;
+    ctx->op.values[1] = ctx->endpoint;
+
+    for (i = 0; i < NGX_MT5_CREDIT_CONSOLE_ARGS; i++) {
+        ctx->op.values[2 + i] = ctx->args[i];
     }
 
-    len = sizeof("SET LOCAL statement_timeout = ; SET LOCAL ROLE \"\"; ")
-          + NGX_INT_T_LEN + who->len + select->len;
-
-    p = ngx_pnalloc(r->pool, len);
-    if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ctx->op.sql = (const char *) p;
-    p = ngx_sprintf(p, "SET LOCAL statement_timeout = %d; "
-                    "SET LOCAL ROLE \"%V\"; %V",
-                    NGX_MT5_CREDIT_CONSOLE_TIMEOUT, who, select);
-    *p = '\0';
-
-    ctx->request = r;
-    ctx->report = report ? 1 : 0;
     ctx->op.handler = ngx_mt5_credit_console_done;
     ctx->op.data = ctx;
     ctx->op.log = r->connection->log;
@@ -611,6 +917,7 @@ ngx_mt5_credit_console_start(ngx_http_request_t *r, ngx_str_t *who,
     rc = ngx_mt5_credit_pg_run(mcf->console_pool, &ctx->op);
 
     if (rc != NGX_OK) {
+        cln->handler = NULL;
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mt5_credit: console: PostgreSQL %s",
                       rc == NGX_BUSY ? "wait queue full" : "unavailable");
@@ -877,275 +1184,6 @@ ngx_mt5_credit_console_refused(ngx_http_request_t *r, const char *message)
     *p++ = '}';
 
     return ngx_mt5_credit_console_send(r, NGX_HTTP_CONFLICT, json, p - json);
-}
-
-
-/*
- * An action: POST <location>api/act, a JSON object that sql/055's
- * console_act() reads.  Before its body is read: JSON only (a cross-site
- * form cannot send it without a preflight), from this origin, with the
- * person's token (api/whoami gives it), of a bounded size.
- */
-static ngx_int_t
-ngx_mt5_credit_console_post(ngx_http_request_t *r, ngx_str_t *who)
-{
-    ngx_int_t         rc;
-    ngx_table_elt_t  *h;
-    u_char            token[NGX_MT5_CREDIT_CONSOLE_TOKEN];
-
-    if (r->headers_in.content_type == NULL
-        || r->headers_in.content_type->value.len < 16
-        || ngx_strncasecmp(r->headers_in.content_type->value.data,
-                           (u_char *) "application/json", 16) != 0)
-    {
-        return ngx_mt5_credit_console_error(r,
-                   NGX_HTTP_UNSUPPORTED_MEDIA_TYPE, "json_only");
-    }
-
-    if (!ngx_mt5_credit_console_same_origin(r)) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "mt5_credit: console: an action from another origin "
-                      "refused (person %V)", who);
-        return ngx_mt5_credit_console_error(r, NGX_HTTP_FORBIDDEN,
-                                            "cross_origin");
-    }
-
-    ngx_mt5_credit_console_token(r, who, token);
-    h = ngx_mt5_credit_console_find(r, "X-CSRF-Token");
-
-    if (h == NULL || h->value.len != NGX_MT5_CREDIT_CONSOLE_TOKEN
-        || CRYPTO_memcmp(h->value.data, token, NGX_MT5_CREDIT_CONSOLE_TOKEN)
-           != 0)
-    {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "mt5_credit: console: an action without its token "
-                      "refused (person %V)", who);
-        return ngx_mt5_credit_console_error(r, NGX_HTTP_FORBIDDEN, "csrf");
-    }
-
-    if (r->headers_in.content_length_n > NGX_MT5_CREDIT_CONSOLE_BODY) {
-        return ngx_mt5_credit_console_error(r,
-                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "too_large");
-    }
-
-    rc = ngx_http_read_client_request_body(r, ngx_mt5_credit_console_body);
-
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        return rc;
-    }
-
-    return NGX_DONE;
-}
-
-
-/*
- * The Origin a browser sends with every POST names this host; without
- * it, the Referer must.  A TLS proxy in front may change the scheme, not
- * the host: the host is compared.
- */
-static ngx_uint_t
-ngx_mt5_credit_console_same_origin(ngx_http_request_t *r)
-{
-    u_char           *p, *last;
-    ngx_str_t         host, from;
-    ngx_table_elt_t  *h;
-
-    if (r->headers_in.host == NULL) {
-        return 0;
-    }
-
-    host = r->headers_in.host->value;
-
-    h = ngx_mt5_credit_console_find(r, "Origin");
-    if (h == NULL) {
-        h = r->headers_in.referer;
-    }
-
-    if (h == NULL) {
-        return 0;
-    }
-
-    from = h->value;
-    p = from.data;
-    last = from.data + from.len;
-
-    if (from.len > 7 && ngx_strncasecmp(p, (u_char *) "http://", 7) == 0) {
-        p += 7;
-
-    } else if (from.len > 8
-               && ngx_strncasecmp(p, (u_char *) "https://", 8) == 0)
-    {
-        p += 8;
-
-    } else {
-        return 0;                       /* "null", or another scheme */
-    }
-
-    if ((size_t) (last - p) < host.len
-        || ngx_strncasecmp(p, host.data, host.len) != 0)
-    {
-        return 0;
-    }
-
-    p += host.len;
-
-    return p == last || *p == '/';
-}
-
-
-static ngx_table_elt_t *
-ngx_mt5_credit_console_find(ngx_http_request_t *r, const char *name)
-{
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    len = ngx_strlen(name);
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
-}
-
-
-static void
-ngx_mt5_credit_console_body(ngx_http_request_t *r)
-{
-    ngx_int_t                   rc;
-    ngx_str_t                   who, body;
-    ngx_mt5_credit_loc_conf_t  *lcf;
-
-    lcf = ngx_http_get_module_loc_conf(r, ngx_mt5_credit_module);
-
-    /* checked before the body was read; the same value now */
-    if (ngx_http_complex_value(r, lcf->console_person, &who) != NGX_OK
-        || ngx_mt5_credit_body_assemble(r->request_body != NULL
-                                        ? r->request_body->bufs : NULL,
-                                        r->pool, r->connection->log, &body)
-           != NGX_OK)
-    {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    rc = ngx_mt5_credit_console_act(r, &who, &body);
-
-    if (rc == NGX_DONE) {
-        /* the body reading's reference is held until the answer */
-        return;
-    }
-
-    ngx_http_finalize_request(r, rc);
-}
-
-
-/*
- * The body goes to SQL as one dollar-quoted literal, which has no escapes:
- * its tag is random, and absent from the body.  A body that is not UTF-8
- * text, or holds a NUL, never gets that far.
- */
-static ngx_int_t
-ngx_mt5_credit_console_act(ngx_http_request_t *r, ngx_str_t *who,
-    ngx_str_t *body)
-{
-    u_char      *p, *last, tag[24];
-    size_t       len, n;
-    uint32_t     ch;
-    ngx_str_t    select;
-    ngx_uint_t   tries;
-
-    if (body->len == 0 || body->len > NGX_MT5_CREDIT_CONSOLE_BODY) {
-        return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                            "bad_body");
-    }
-
-    p = body->data;
-    last = body->data + body->len;
-
-    while (p < last) {
-        if (*p < 0x80) {
-            if (*p == '\0') {
-                return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                    "bad_body");
-            }
-            p++;
-            continue;
-        }
-
-        ch = ngx_utf8_decode(&p, last - p);
-        if (ch > 0x10ffff) {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_body");
-        }
-    }
-
-    for (tries = 0; /* void */ ; tries++) {
-        if (tries == 8) {
-            return ngx_mt5_credit_console_error(r, NGX_HTTP_BAD_REQUEST,
-                                                "bad_body");
-        }
-
-        n = ngx_sprintf(tag, "$mc%08xD%08xD$", (uint32_t) ngx_random(),
-                        (uint32_t) ngx_random()) - tag;
-
-        if (ngx_strlcasestrn(body->data, last, tag, n - 1) == NULL) {
-            break;
-        }
-    }
-
-    len = sizeof(ngx_mt5_credit_console_act_sql) + 2 * n + body->len;
-
-    p = ngx_pnalloc(r->pool, len);
-    if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    select.data = p;
-    p = ngx_sprintf(p, ngx_mt5_credit_console_act_sql, n, tag, body, n, tag);
-    select.len = p - select.data;
-
-    return ngx_mt5_credit_console_start(r, who, &select, 1, 0);
-}
-
-
-/*
- * The token a person's actions carry: HMAC-SHA256 of the person's name
- * under a key made at start (a page fetches it again before each action,
- * so a restart costs nothing), in hex.
- */
-static void
-ngx_mt5_credit_console_token(ngx_http_request_t *r, ngx_str_t *who,
-    u_char *token)
-{
-    u_char                       mac[EVP_MAX_MD_SIZE];
-    unsigned int                 maclen;
-    ngx_mt5_credit_main_conf_t  *mcf;
-
-    mcf = ngx_http_get_module_main_conf(r, ngx_mt5_credit_module);
-
-    maclen = 0;
-    (void) HMAC(EVP_sha256(), mcf->console_key, sizeof(mcf->console_key),
-                who->data, who->len, mac, &maclen);
-
-    ngx_hex_dump(token, mac, NGX_MT5_CREDIT_CONSOLE_TOKEN / 2);
 }
 
 

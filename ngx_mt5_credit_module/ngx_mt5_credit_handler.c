@@ -858,7 +858,7 @@ ngx_mt5_credit_add_variables(ngx_conf_t *cf)
         var->data = v->data;
     }
 
-    return NGX_OK;
+    return ngx_mt5_credit_console_add_variables(cf);
 }
 
 

@@ -53,6 +53,8 @@ static char *ngx_mt5_credit_check_pg_host(ngx_conf_t *cf,
     const char *hostaddr);
 static char *ngx_mt5_credit_pg_options(ngx_conf_t *cf,
     ngx_mt5_credit_main_conf_t *mcf);
+static char *ngx_mt5_credit_console_options(ngx_conf_t *cf,
+    ngx_mt5_credit_main_conf_t *mcf);
 static char *ngx_mt5_credit_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_mt5_credit_webhook(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -248,9 +250,16 @@ static ngx_command_t  ngx_mt5_credit_commands[] = {
 
     { ngx_string("mt5_credit_console_person"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_set_complex_value_slot,
+      ngx_mt5_credit_console_person,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_mt5_credit_loc_conf_t, console_person),
+      0,
+      NULL },
+
+    { ngx_string("mt5_credit_console_origin"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_mt5_credit_console_origin,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
       NULL },
 
       ngx_null_command
@@ -350,6 +359,12 @@ ngx_mt5_credit_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (mcf->pg_keywords != NULL
         && ngx_mt5_credit_pg_options(cf, mcf) != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    if (mcf->console_keywords != NULL
+        && ngx_mt5_credit_console_options(cf, mcf) != NGX_CONF_OK)
     {
         return NGX_CONF_ERROR;
     }
@@ -490,23 +505,29 @@ ngx_mt5_credit_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
 
 /*
- * A console location: its person defaults to $remote_user (auth_basic's),
- * and it needs the console's own pool at http level.
+ * A console location needs the console's own pool at http level; where
+ * its person comes from and its origins are checked once every module's
+ * configuration of it is merged (ngx_mt5_credit_console_check()).
  */
 static char *
 ngx_mt5_credit_merge_console(ngx_conf_t *cf, ngx_mt5_credit_loc_conf_t *prev,
     ngx_mt5_credit_loc_conf_t *conf)
 {
-    ngx_mt5_credit_main_conf_t        *mcf;
-    ngx_http_compile_complex_value_t   ccv;
-
-    static ngx_str_t  remote_user = ngx_string("$remote_user");
+    ngx_http_conf_ctx_t           *ctx;
+    ngx_mt5_credit_main_conf_t    *mcf;
+    ngx_mt5_credit_console_loc_t  *loc;
 
     ngx_conf_merge_value(conf->console, prev->console, 0);
 
     if (conf->console_person == NULL) {
         conf->console_person = prev->console_person;
+        conf->console_person_var = prev->console_person_var;
+        conf->console_person_file = prev->console_person_file;
+        conf->console_person_line = prev->console_person_line;
     }
+
+    ngx_conf_merge_ptr_value(conf->console_origins, prev->console_origins,
+                             NULL);
 
     if (!conf->console) {
         return NGX_CONF_OK;
@@ -536,22 +557,24 @@ ngx_mt5_credit_merge_console(ngx_conf_t *cf, ngx_mt5_credit_loc_conf_t *prev,
         return NGX_CONF_ERROR;
     }
 
-    if (conf->console_person == NULL) {
-        conf->console_person = ngx_palloc(cf->pool,
-                                          sizeof(ngx_http_complex_value_t));
-        if (conf->console_person == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-        ccv.cf = cf;
-        ccv.value = &remote_user;
-        ccv.complex_value = conf->console_person;
-
-        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+    if (mcf->console_locations == NULL) {
+        mcf->console_locations = ngx_array_create(cf->pool, 4,
+                                     sizeof(ngx_mt5_credit_console_loc_t));
+        if (mcf->console_locations == NULL) {
             return NGX_CONF_ERROR;
         }
     }
+
+    loc = ngx_array_push(mcf->console_locations);
+    if (loc == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* nginx merges a location with cf->ctx holding its configurations */
+    ctx = cf->ctx;
+    loc->lcf = conf;
+    loc->loc_conf = ctx->loc_conf;
+    loc->srv_conf = ctx->srv_conf;
 
     return NGX_CONF_OK;
 }
@@ -693,7 +716,9 @@ ngx_mt5_credit_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    if (ngx_mt5_credit_console_init(cf) != NGX_OK) {
+    if (ngx_mt5_credit_console_init(cf) != NGX_OK
+        || ngx_mt5_credit_console_check(cf, mcf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -855,8 +880,9 @@ ngx_mt5_credit_postgres(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /*
  * mt5_credit_console_postgres "conninfo": the console's own login
- * (sql/052), checked as the edge's is; its statements set their own
- * statement_timeout.
+ * (sql/052), checked as the edge's is.  Its connections run as
+ * mt5credit_console, whose one right is sql/063's console_call(), under
+ * a statement timeout: both added to the conninfo's options.
  */
 static char *
 ngx_mt5_credit_console_postgres(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -884,7 +910,8 @@ ngx_mt5_credit_console_postgres(ngx_conf_t *cf, ngx_command_t *cmd,
                                    "mt5_credit_console_postgres",
                                    "mt5credit-console",
                                    &mcf->console_keywords,
-                                   &mcf->console_values, NULL);
+                                   &mcf->console_values,
+                                   &mcf->console_options);
 }
 
 
@@ -1142,6 +1169,49 @@ ngx_mt5_credit_pg_options(ngx_conf_t *cf, ngx_mt5_credit_main_conf_t *mcf)
 
     p = ngx_sprintf(p, "-c statement_timeout=%M -c synchronous_commit=on",
                     mcf->pg_query_timeout);
+    *p = '\0';
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The console's connections: as mt5credit_console from their start (its
+ * one right is sql/063's console_call(), which sets the person's role
+ * for one transaction), each statement bounded on the server too.  Ours
+ * come after the user's options, so ours win.
+ */
+
+static char *
+ngx_mt5_credit_console_options(ngx_conf_t *cf,
+    ngx_mt5_credit_main_conf_t *mcf)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_uint_t   i;
+
+    len = mcf->console_options.len
+          + sizeof(" -c role=mt5credit_console -c statement_timeout=")
+          + NGX_INT_T_LEN + 1;
+
+    p = ngx_pnalloc(cf->pool, len);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; mcf->console_keywords[i] != NULL; i++) { /* void */ }
+
+    mcf->console_keywords[i] = "options";
+    mcf->console_values[i] = (char *) p;
+
+    if (mcf->console_options.len) {
+        p = ngx_cpymem(p, mcf->console_options.data,
+                       mcf->console_options.len);
+        *p++ = ' ';
+    }
+
+    p = ngx_sprintf(p, "-c role=mt5credit_console -c statement_timeout=%d",
+                    NGX_MT5_CREDIT_CONSOLE_TIMEOUT);
     *p = '\0';
 
     return NGX_CONF_OK;

@@ -20,6 +20,10 @@
 #include "ngx_mt5_credit_signature.h"
 
 
+/* the console's statements, bounded on the server (ms) */
+#define NGX_MT5_CREDIT_CONSOLE_TIMEOUT  10000
+
+
 typedef struct ngx_mt5_credit_pg_pool_s  ngx_mt5_credit_pg_pool_t;
 typedef struct ngx_mt5_credit_redis_s    ngx_mt5_credit_redis_t;
 
@@ -28,7 +32,7 @@ typedef struct ngx_mt5_credit_redis_s    ngx_mt5_credit_redis_t;
  * What a pool connects to and how it is bounded.  The edge's pool is
  * filled from the mt5_credit_pg_* directives and prepares the ingest
  * statement on every connection; the console's (ngx_mt5_credit_console.c)
- * has its own login and sends its statements as text.
+ * has its own login and sends one fixed statement, its values apart.
  */
 typedef struct {
     const char                  **keywords;     /* libpq's, checked */
@@ -172,6 +176,8 @@ typedef struct {
     /* the console's own login and pool (mt5_credit_console_postgres) */
     const char                  **console_keywords;
     const char                  **console_values;
+    ngx_str_t                     console_options; /* the conninfo's */
+    ngx_array_t                  *console_locations; /* of ..._loc_t */
     ngx_mt5_credit_pg_conf_t      console_pg;
     ngx_mt5_credit_pg_pool_t     *console_pool;
     u_char                        console_key[32]; /* the actions' tokens */
@@ -212,10 +218,26 @@ typedef struct {
 
     /* mt5_credit_console (ngx_mt5_credit_console.c) */
     ngx_flag_t                    console;
-    ngx_http_complex_value_t     *console_person; /* default $remote_user */
     ngx_str_t                     console_file;
     ngx_uint_t                    console_line;
+
+    /* mt5_credit_console_person, one variable (ngx_mt5_credit_console_conf.c) */
+    ngx_http_complex_value_t     *console_person;
+    ngx_str_t                     console_person_var;  /* its name */
+    ngx_str_t                     console_person_file;
+    ngx_uint_t                    console_person_line;
+
+    /* mt5_credit_console_origin: of ngx_str_t */
+    ngx_array_t                  *console_origins;
 } ngx_mt5_credit_loc_conf_t;
+
+
+/* a console location, checked once every module's part of it is merged */
+typedef struct {
+    ngx_mt5_credit_loc_conf_t    *lcf;
+    void                        **loc_conf;     /* every module's */
+    void                        **srv_conf;
+} ngx_mt5_credit_console_loc_t;
 
 
 extern ngx_module_t  ngx_mt5_credit_module;
@@ -227,6 +249,15 @@ ngx_int_t ngx_mt5_credit_add_variables(ngx_conf_t *cf);
 
 /* ngx_mt5_credit_console.c: the API's handler and the pages' headers */
 ngx_int_t ngx_mt5_credit_console_init(ngx_conf_t *cf);
+
+/* ngx_mt5_credit_console_conf.c: where the person comes from */
+char *ngx_mt5_credit_console_person(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_mt5_credit_console_origin(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_mt5_credit_console_check(ngx_conf_t *cf,
+    ngx_mt5_credit_main_conf_t *mcf);
+ngx_int_t ngx_mt5_credit_console_add_variables(ngx_conf_t *cf);
 
 /* ngx_mt5_credit_body.c: the request body's buffers as one copy */
 ngx_int_t ngx_mt5_credit_body_assemble(ngx_chain_t *bufs, ngx_pool_t *pool,

@@ -978,14 +978,21 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
     ngx_uint_t   i;
 
     if (op->sql != NULL) {
-        if (PQsendQuery(conn->pg, op->sql) == 0) {
+        /* the extended protocol: one statement, its values apart */
+        if (op->nparams > NGX_MT5_CREDIT_PG_MAXPARAMS
+            || PQsendQueryParams(conn->pg, op->sql, (int) op->nparams, NULL,
+                                 op->values, NULL, NULL, 0)
+               == 0)
+        {
             ngx_log_error(NGX_LOG_ERR, op->log, 0,
-                          "mt5_credit: PQsendQuery() failed: %s",
+                          "mt5_credit: PQsendQueryParams() failed: %s",
                           ngx_mt5_credit_pg_message(conn->pg));
             return NGX_ERROR;
         }
 
-        size = ngx_strlen(op->sql);
+        for (i = 0, size = ngx_strlen(op->sql); i < op->nparams; i++) {
+            size += op->values[i] ? ngx_strlen(op->values[i]) : 0;
+        }
 
     } else {
         if (PQsendQueryPrepared(conn->pg, NGX_MT5_CREDIT_PG_STMT,

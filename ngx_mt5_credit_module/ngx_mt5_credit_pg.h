@@ -29,6 +29,9 @@
     "FROM mt5credit.ingest($1, $2, $3, $4, $5, $6)"
 #define NGX_MT5_CREDIT_PG_NPARAMS    6
 
+/* the most parameters an operation's own statement (op->sql) takes */
+#define NGX_MT5_CREDIT_PG_MAXPARAMS  8
+
 /*
  * Several waiting ingest operations in one statement (sql/062), the same
  * parameters as arrays, one row per operation in their order: ingest()'s
@@ -75,13 +78,14 @@ struct ngx_mt5_credit_pg_op_s {
     ngx_mt5_credit_pg_pool_t     *pool;
     ngx_mt5_credit_pg_conn_t     *conn;         /* while on a connection */
 
-    /* the ingest statement's parameters, or, with sql set, the text of
-       one simple query (several statements, one implicit transaction),
-       whose rows are those of its first statement that returns rows */
+    /* the ingest statement's parameters; or, with sql set, one fixed
+       statement of the caller's and its nparams text parameters (a NULL
+       value is SQL NULL): no value is ever part of the statement's text */
     const char                   *sql;
-    const char                   *values[NGX_MT5_CREDIT_PG_NPARAMS];
-    int                           lengths[NGX_MT5_CREDIT_PG_NPARAMS];
-    int                           formats[NGX_MT5_CREDIT_PG_NPARAMS];
+    ngx_uint_t                    nparams;
+    const char                   *values[NGX_MT5_CREDIT_PG_MAXPARAMS];
+    int                           lengths[NGX_MT5_CREDIT_PG_MAXPARAMS];
+    int                           formats[NGX_MT5_CREDIT_PG_MAXPARAMS];
 
     /* with NGX_MT5_CREDIT_PG_FAILED: the server's SQLSTATE, or "", and
        its primary message (valid only during the handler), or NULL */

@@ -61,6 +61,8 @@ my $st = Mt5Credit::Stack->new(
             auth_basic \"mt5-credit\";
             auth_basic_user_file %%DIR%%/htpasswd;
             mt5_credit_console;
+            mt5_credit_console_person \$remote_user;
+            mt5_credit_console_origin http://localhost;
             limit_req zone=console burst=100 nodelay;
             limit_req_status 429;
             alias $ROOT/ngx_mt5_credit_module/console/;
@@ -85,6 +87,11 @@ CREATE ROLE rita NOLOGIN IN ROLE mt5credit_reader, mt5credit_person;
 CREATE ROLE bot  NOLOGIN IN ROLE mt5credit_operator;
 CREATE ROLE web  LOGIN NOINHERIT IN ROLE mt5credit_console;
 GRANT ann, ben, rita, bot TO web;
+-- the names nginx gives, each mapped to its person (sql/063)
+SELECT mt5credit.person_identity_map(p, p) FROM unnest(ARRAY['ann', 'ben',
+    'rita']) p;
+INSERT INTO mt5credit.console_identity (identity, person)
+SELECT 'bot', oid FROM pg_roles WHERE rolname = 'bot';
 SQL
 
 my $credit = $st->pay(login => 70681, amount => 1200);
@@ -198,9 +205,10 @@ ok(@refused >= 2, 'each refusal is logged with the database\'s reason');
 
 my $me = $json->decode(get('ann', 'api/whoami')->{body});
 like($me->{csrf}, qr/^[0-9a-f]{32}$/, 'api/whoami gives the token actions carry');
-is($me->{csrf}, substr(hmac_sha256_hex('ann', sha256($KEY)), 0, 32),
-   '... HMAC-SHA256 of the person under the key file\'s SHA-256: any host '
-   . 'with the file makes the same');
+is($me->{csrf}, substr(hmac_sha256_hex(pack('Q>', int(time() / 600)) . 'ann',
+                                       sha256($KEY)), 0, 32),
+   '... HMAC-SHA256 of the ten-minute window and the person under the key '
+   . 'file\'s SHA-256: any host with the file makes the same');
 isnt($json->decode(get('ben', 'api/whoami')->{body})->{csrf}, $me->{csrf},
      '... each person their own');
 
