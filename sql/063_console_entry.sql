@@ -41,7 +41,8 @@
 -- authentication, so it cannot key on the person (item 7).
 --
 -- This file holds the current definition of every console read (they
--- were the edge's statement texts, ngx_mt5_credit_console.c).
+-- were the edge's statement texts, ngx_mt5_credit_console.c), and of
+-- 053's person(), which now refuses a console login acting as itself.
 --
 
 DO $roles$
@@ -91,6 +92,51 @@ CREATE TABLE mt5credit.console_identity_history (
 );
 
 
+-- Who is a person: a member of mt5credit_person, through any chain of
+-- groups, that is not the group itself and is no console login.  A
+-- console login is a member of every person's role, and so of
+-- mt5credit_person too: it was a "person" to 053's person(), which let
+-- the console SET ROLE to its own login and act as nobody.
+CREATE FUNCTION mt5credit.person_is(p_role text)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = mt5credit, pg_temp
+AS $$
+    SELECT p_role <> 'mt5credit_person'
+           AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = p_role)
+           AND pg_has_role(p_role, 'mt5credit_person', 'MEMBER')
+           AND NOT pg_has_role(p_role, 'mt5credit_console', 'MEMBER')
+$$;
+
+REVOKE ALL ON FUNCTION mt5credit.person_is(text) FROM PUBLIC;
+
+
+-- 053's person(): a role set by SET ROLE acts only if it is a person as
+-- person_is() says
+CREATE OR REPLACE FUNCTION mt5credit.person()
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = mt5credit, pg_temp
+AS $$
+DECLARE
+    v_role  text := current_setting('role');
+BEGIN
+    IF v_role = 'none' THEN
+        RETURN session_user;
+    END IF;
+
+    IF NOT person_is(v_role) THEN
+        RAISE EXCEPTION 'acting as "%": a role set by SET ROLE acts only '
+                        'if it is a person (a member of mt5credit_person, '
+                        'no console login)', v_role
+            USING ERRCODE = 'MC093';
+    END IF;
+
+    RETURN v_role;
+END
+$$;
+
+
 -- The person an identity names, or MC130: no row, or a row whose role is
 -- gone or is no longer a person.
 CREATE FUNCTION mt5credit.console_person_of(p_identity text)
@@ -105,9 +151,7 @@ BEGIN
     FROM console_identity i JOIN pg_roles r ON r.oid = i.person
     WHERE i.identity = p_identity;
 
-    IF v_role IS NULL
-       OR NOT pg_has_role(v_role, 'mt5credit_person', 'MEMBER')
-    THEN
+    IF v_role IS NULL OR NOT person_is(v_role) THEN
         RAISE EXCEPTION 'no person is known by this identity'
             USING ERRCODE = 'MC130';
     END IF;
@@ -292,10 +336,7 @@ DECLARE
     v_oid  oid;
 BEGIN
     SELECT oid INTO v_oid FROM pg_roles WHERE rolname = p_person;
-    IF v_oid IS NULL
-       OR NOT pg_has_role(p_person, 'mt5credit_person', 'MEMBER')
-       OR p_person = 'mt5credit_person'
-    THEN
+    IF v_oid IS NULL OR NOT person_is(p_person) THEN
         RAISE EXCEPTION '"%" is no person (a member of mt5credit_person)',
                         p_person USING ERRCODE = 'MC133';
     END IF;

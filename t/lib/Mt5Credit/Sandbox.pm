@@ -468,7 +468,8 @@ sub http_start {
                                   Proto => 'tcp')
         or croak "connect: $!";
     my $body = $opt{body};
-    my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+    my $host = $opt{host} // 'localhost';
+    my $req = "$method $path HTTP/1.1\r\nHost: $host\r\nConnection: close\r\n";
     for my $h (@{ $opt{headers} || [] }) {
         $req .= "$h->[0]: $h->[1]\r\n";
     }

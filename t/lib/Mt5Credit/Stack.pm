@@ -23,6 +23,7 @@ our $SECRET = 'whsec_stack_secret';
 #   redis => 0                                         no Redis at all
 #   nginx_http => '...'                                extra http{} lines
 #   locations => '...'                                 extra server{} lines
+#   nginx_single => 1                                  nginx in one process
 sub new {
     my ($class, %opt) = @_;
     my $sb = Mt5Credit::Sandbox->new(%{ $opt{sandbox} || {} });
@@ -35,7 +36,10 @@ sub new {
     my $locations = $opt{locations} || '';
     my $redis = $sb->redis_port ? 'mt5_credit_redis %%REDIS%%;' : '';
 
-    $sb->start_nginx(<<"HTTP", workers => $opt{nginx_workers} || 1);
+    # nginx_single: one process, as valgrind runs it
+    my %how = (workers => $opt{nginx_workers} || 1,
+               single => $opt{nginx_single});
+    $sb->start_nginx(<<"HTTP", %how);
     mt5_credit_postgres "%%PG%%";
     $redis
     $extra
