@@ -53,6 +53,8 @@ my $st = Mt5Credit::Stack->new(
             auth_basic \"mt5-credit\";
             auth_basic_user_file %%DIR%%/htpasswd;
             mt5_credit_console;
+            mt5_credit_console_person \$remote_user;
+            mt5_credit_console_origin http://127.0.0.1:%%PORT%%;
             alias $ROOT/ngx_mt5_credit_module/console/;
             # with nosniff, a script or a style sheet of another type is
             # refused by the browser (Debian's nginx.conf includes
@@ -74,6 +76,8 @@ CREATE ROLE ben  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
 CREATE ROLE rita NOLOGIN IN ROLE mt5credit_reader, mt5credit_person;
 CREATE ROLE web  LOGIN NOINHERIT IN ROLE mt5credit_console;
 GRANT ann, ben, rita TO web;
+SELECT mt5credit.person_identity_map(p, p)
+FROM unnest(ARRAY['ann', 'ben', 'rita']) p;
 SQL
 
 # a failed credit with its case; its details carry planted markup

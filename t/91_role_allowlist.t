@@ -59,10 +59,15 @@ is(join("\n", grep { !$allowed{$_} } @granted), '',
 is(join("\n", grep { !$granted{$_} } @allowed), '',
    'and every grant the allow-list names is there (it is current)');
 
-# the console's roles (052) hold nothing: a console login acts only as a
-# person, by SET ROLE (t/67)
-is(join(' ', grep { /^mt5credit_(?:console|person) / } @granted), '',
-   'mt5credit_console and mt5credit_person may execute no function');
+# the console's roles (052) hold nothing but the console's one door
+# (063): a console login acts only as a person, whose role console_call()
+# sets (t/67, t/75)
+is(join(' ', grep { /^mt5credit_person / } @granted), '',
+   'mt5credit_person may execute no function');
+is(join(' ', map { /^mt5credit_console (\w+)\(/ } grep { /^mt5credit_console / }
+        @granted), 'console_act_admit console_call console_person_of',
+   'mt5credit_console may execute console_call() and its two helpers, '
+   . 'nothing else');
 
 # the decisions that move money belong to people
 my @decide = qw(case_decide case_propose case_propose_settle_done
