@@ -56,7 +56,15 @@ sub faults { $sb->write_file('stripe-state.json.faults', $json->encode({ @_ })) 
 my %lost;
 sub event {
     my ($body, %o) = @_;
-    my $id = $json->decode($body)->{id};
+    my $e = $json->decode($body);
+    my $id = $e->{id};
+    # the portal stored the Checkout Session on its deposit, as it does
+    # (docs/portal-integration.md): what vouches for a backfilled payment
+    # (sql/064)
+    my $cs = $e->{data}{object};
+    $sb->psql("SELECT mt5credit.deposit_set_session('alice', "
+              . "'$cs->{client_reference_id}', '$cs->{id}')", user => 'portal')
+        if $cs->{object} eq 'checkout.session';
     $sb->http('POST', '/control/event', port => $port,
               body => $json->encode({ body => $body,
                                       delivered => $o{lose} || $o{unsure}

@@ -287,6 +287,12 @@ mc_backfill_one(mc_backfill_t *b, const char *id)
     if (strcmp(outcome, "stored") == 0) {
         b->stored++;
 
+    } else if (strcmp(outcome, "refused") == 0) {
+        /* its deposit does not vouch for it (sql/064): a case, no credit */
+        mc_log(MC_LOG_WARN, "backfill %s: event %s refused: %s",
+               b->provider, id, PQgetvalue(res, 0, 2));
+        b->refused++;
+
     } else {
         b->ingested++;
         mc_log(MC_LOG_INFO, "backfill %s: event %s: %s (credit %s)%s%s",
