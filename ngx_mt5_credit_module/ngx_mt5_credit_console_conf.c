@@ -169,7 +169,7 @@ ngx_mt5_credit_console_origin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     u_char      *p, *last;
     ngx_str_t   *value, *origin;
-    ngx_uint_t   i;
+    ngx_uint_t   i, ok;
 
     if (lcf->console_origins != NULL) {
         return "is duplicate";
@@ -187,6 +187,8 @@ ngx_mt5_credit_console_origin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         p = value[i].data;
         last = p + value[i].len;
 
+        ok = 1;
+
         if (value[i].len > 8 && ngx_strncmp(p, "https://", 8) == 0) {
             p += 8;
 
@@ -194,20 +196,20 @@ ngx_mt5_credit_console_origin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             p += 7;
 
         } else {
-            p = NULL;
+            ok = 0;
         }
 
         /* a host in lower case, a port: what a browser sends */
-        for ( /* void */ ; p != NULL && p < last; p++) {
+        for ( /* void */ ; ok && p < last; p++) {
             if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')
                   || *p == '.' || *p == '-' || *p == ':' || *p == '['
                   || *p == ']'))
             {
-                p = NULL;
+                ok = 0;
             }
         }
 
-        if (p == NULL) {
+        if (!ok) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "mt5_credit_console_origin \"%V\" is not an "
                                "origin: http:// or https://, a host in "
