@@ -129,6 +129,8 @@ static ngx_int_t ngx_mt5_credit_console_start(ngx_http_request_t *r,
     ngx_mt5_credit_console_ctx_t *ctx, ngx_uint_t held);
 static void ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
     ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err);
+static ngx_uint_t ngx_mt5_credit_console_step_up_refused(
+    ngx_mt5_credit_console_ctx_t *ctx, u_char *json, size_t len);
 static void ngx_mt5_credit_console_cleanup(void *data);
 static ngx_int_t ngx_mt5_credit_console_send(ngx_http_request_t *r,
     ngx_uint_t status, u_char *json, size_t len);
@@ -171,6 +173,8 @@ static ngx_mt5_credit_console_err_t  ngx_mt5_credit_console_errors[] = {
     { "MC131", NGX_HTTP_NOT_FOUND, "no_such_endpoint" },
     /* too many actions this minute, on every host together (sql/063) */
     { "MC132", NGX_HTTP_TOO_MANY_REQUESTS, "too_many_actions" },
+    /* a money decision without its second factor (sql/065) */
+    { "MC140", NGX_HTTP_FORBIDDEN, "second_factor" },
     /* no such case (sql/010) */
     { "MC044", NGX_HTTP_NOT_FOUND, "not_found" },
     /* an argument of the wrong type, or a JSON body that is not JSON, or
@@ -985,7 +989,16 @@ ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
             break;
         }
 
-        status = ngx_mt5_credit_console_send(r, NGX_HTTP_OK, json, len);
+        status = ngx_mt5_credit_console_step_up_refused(ctx, json, len)
+                 ? NGX_HTTP_FORBIDDEN : NGX_HTTP_OK;
+
+        if (status == NGX_HTTP_FORBIDDEN) {
+            ngx_log_error(NGX_LOG_WARN, c->log, 0,
+                          "mt5_credit: console: an action refused its "
+                          "second factor (person \"%V\")", &ctx->name);
+        }
+
+        status = ngx_mt5_credit_console_send(r, status, json, len);
         break;
 
     case NGX_MT5_CREDIT_PG_FAILED:
@@ -1029,6 +1042,24 @@ ngx_mt5_credit_console_done(ngx_mt5_credit_pg_op_t *op,
 
     ngx_http_finalize_request(r, status);
     ngx_http_run_posted_requests(c);
+}
+
+
+/*
+ * An action whose second factor was refused (sql/065) is answered with a
+ * result, not an error, so that the refusal and the try it spent are
+ * committed: {"error": "second_factor", ...}, first in jsonb's order of
+ * keys.  It is 403, with the database's words for the page.
+ */
+static ngx_uint_t
+ngx_mt5_credit_console_step_up_refused(ngx_mt5_credit_console_ctx_t *ctx,
+    u_char *json, size_t len)
+{
+    static const char  refused[] = "{\"error\": \"second_factor\"";
+
+    return ngx_strcmp(ctx->endpoint, "act") == 0
+           && len >= sizeof(refused) - 1
+           && ngx_strncmp(json, refused, sizeof(refused) - 1) == 0;
 }
 
 
