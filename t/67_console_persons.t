@@ -12,6 +12,8 @@
 #     could approve what a person proposed
 #   - a reader acting
 #   - the CLI's actors changing: a person's own login is still the actor
+#   - a money decision through a set role without the person's second
+#     factor (sql/065; t/70 proves the rest of it)
 
 use strict;
 use warnings;
@@ -20,6 +22,7 @@ use Test::More;
 
 use lib 't/lib';
 use Mt5Credit::Stack;
+use Mt5Credit::Totp;
 
 my $st = Mt5Credit::Stack->new;
 my $sb = $st->sb;
@@ -34,6 +37,21 @@ CREATE ROLE bot  NOLOGIN IN ROLE mt5credit_operator;
 CREATE ROLE web  LOGIN NOINHERIT IN ROLE mt5credit_console;
 GRANT ann, ben, rita, bot TO web;
 SQL
+
+# ann's and ben's authenticator apps (sql/065)
+my $app = Mt5Credit::Totp->new;
+$app->enrol($_, $sb->sql1("SELECT mt5credit.person_totp_enrol('$_')"))
+    for qw(ann ben);
+
+# the person's code, verified for one action in the transaction (what
+# console_act() does before it calls the desk's function)
+sub step_up {
+    my ($person, $action, @args) = @_;
+    return "SELECT mt5credit.step_up_verify('" . $app->code($person)
+         . "', '$action', " . join(', ', map { defined $_ ? "'$_'" : 'NULL' }
+                                    @args) . ");
+";
+}
 
 # what the console does per request: one transaction as one person
 sub as_person {
@@ -69,9 +87,12 @@ like(as_person('rita', "SELECT count(*) FROM mt5credit.case_list(NULL, "
 like(as_person('rita', "SELECT mt5credit.case_assign($case, 'rita', 'x')"),
      qr/permission denied/, '... but a reader cannot act');
 
-my $out = as_person('ann', "SELECT mt5credit.case_propose($case, "
-                    . "'requeue_credit', NULL, NULL, 'enabled again', "
-                    . "'[\"ticket OPS-7\"]')");
+my $propose = "SELECT mt5credit.case_propose($case, 'requeue_credit', NULL, "
+            . "NULL, 'enabled again', '[\"ticket OPS-7\"]')";
+like(as_person('ann', $propose), qr/second factor/,
+     'as ann without her second factor: no proposal');
+my $out = as_person('ann', step_up('ann', 'propose', $case, 'requeue_credit',
+                                   undef, undef) . $propose);
 my ($proposal) = $out =~ /^(\d+)$/m;
 ok($proposal, 'as ann: a proposal to re-queue the credit') or diag $out;
 is($sb->sql1("SELECT proposed_by FROM mt5credit.money_proposal WHERE id = "
@@ -90,8 +111,9 @@ like(as_person('mt5credit_operator', "SELECT mt5credit.case_decide("
      '... nor the operators\' group, which the console could SET ROLE to');
 is($st->status_of($credit), 'failed', '... nothing moved');
 
-$out = as_person('ben', "SELECT mt5credit.case_decide($proposal, "
-                 . "'approve', 'checked')");
+$out = as_person('ben', step_up('ben', 'approve', $proposal)
+                 . "SELECT mt5credit.case_decide($proposal, 'approve', "
+                 . "'checked')");
 unlike($out, qr/ERROR/, 'as ben: approved') or diag $out;
 is($sb->sql1("SELECT decided_by FROM mt5credit.money_proposal WHERE id = "
              . "$proposal"), 'ben', '... recorded as ben');
