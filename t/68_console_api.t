@@ -37,6 +37,7 @@ use Test::More;
 use Time::HiRes qw(sleep);
 
 use lib 't/lib';
+use Mt5Credit::ConsoleAttack qw(console_attacks);
 use Mt5Credit::Stack;
 
 my $ROOT = $Mt5Credit::Sandbox::ROOT;
@@ -197,6 +198,27 @@ is($r->{headers}{allow}, 'GET, HEAD, POST', '... saying what is allowed');
 is(get('ann', 'api/whoami', method => 'POST')->{status}, 404,
    'POST to a reading endpoint: 404 (actions are api/act)');
 is($sb->sql1("SELECT count(*) FROM mt5credit.case"), 1, 'nothing changed');
+
+# every endpoint with SQL in every argument (issue 29: on 2645cbf a
+# reader's refused GET carried its argument into PostgreSQL as SQL, and
+# this test saw only the 400); t/75 counts the statements PostgreSQL got
+my $log_mark = $sb->error_log_size;
+my @attacks = console_attacks($case);
+my %odd;
+for my $who (qw(ann rita)) {
+    for my $a (@attacks) {
+        my $got = get($who, "api/$a->[0]")->{status};
+        $odd{"$who $a->[1]: $got"} = 1 unless $got == 400;
+    }
+}
+is(join("\n", sort keys %odd), '', 'SQL in every argument of every endpoint, '
+   . 'encoded and raw, as an operator and a reader: 400 each ('
+   . 2 * @attacks . ')');
+is($sb->sql1("SELECT count(*) FROM mt5credit.money_proposal"), 0,
+   '... no proposal by anyone');
+is($st->status_of($credit), 'failed', '... the credit still failed');
+unlike($sb->error_log($log_mark), qr/header already sent/,
+       '... and each answered once (no "header already sent")');
 
 my @refused = grep { /console: refused \(/ } split /\n/, $sb->error_log;
 ok(@refused >= 2, 'each refusal is logged with the database\'s reason');

@@ -36,6 +36,8 @@ use Test::More;
 use Time::HiRes qw(sleep);
 
 use lib 't/lib';
+use Mt5Credit::ConsoleAttack qw(console_args console_sql console_attacks
+                                uri_escape);
 use Mt5Credit::Stack;
 
 my $ROOT = $Mt5Credit::Sandbox::ROOT;
@@ -183,11 +185,7 @@ sub act {
                host => $opt{host});
 }
 
-sub esc {
-    my ($s) = @_;
-    $s =~ s/([^A-Za-z0-9_.~-])/sprintf('%%%02X', ord $1)/ge;
-    return $s;
-}
+sub esc { uri_escape(@_) }
 
 is(get('ann', 'api/whoami')->{status}, 200, 'the console answers ann');
 
@@ -195,34 +193,9 @@ is(get('ann', 'api/whoami')->{status}, 200, 'the console answers ann');
 
 # the reproduction of issue 29, item 1, and SQL in every argument of every
 # endpoint, in the endpoint's name, under every method
-my $issue = "SET/**/LOCAL/**/ROLE/**/ann;SELECT/**/mt5credit.console_act("
-          . "'{\"action\":\"propose\",\"case\":$case,\"proposal_action\":"
-          . "\"requeue_credit\",\"note\":\"x\"}');SET/**/LOCAL/**/ROLE/**/ben";
-my @sql = ($issue, "1'; DROP TABLE mt5credit.case; --", '1 OR 1=1',
-           "x\$\$; SELECT 1; --", '1;COMMIT;SELECT pg_sleep(1)');
-my %args = (
-    cases => [ qw(kind status age severity owner) ],
-    case => [ 'id' ], events => [ qw(provider type disposition deposit
-                                     request_id) ],
-    event => [ 'id' ], withdrawals => [ 'status' ],
-    withdrawal => [ 'ref' ], search => [ 'q' ],
-    recon_runs => [ 'provider' ], recon_run => [ 'id' ],
-    recon_report => [ 'id' ],
-);
-my @refusals;
-for my $endpoint (sort keys %args) {
-    for my $arg (@{ $args{$endpoint} }) {
-        for my $sql (@sql) {
-            push @refusals, [ "$endpoint?$arg=" . esc($sql), 400,
-                              "$endpoint: SQL in $arg" ];
-        }
-        # as the reproduction sent it: its bytes raw in the request line
-        # (nginx takes ' " { } : , ; * there), which moved money on
-        # 2645cbf through five of these endpoints
-        push @refusals, [ "$endpoint?$arg=$issue", 400,
-                          "$endpoint: the reproduction, raw, in $arg" ];
-    }
-}
+my ($issue) = console_sql($case);
+my %args = console_args();
+my @refusals = map { [ $_->[0], 400, $_->[1] ] } console_attacks($case);
 push @refusals, [ 'case', 400, 'case: no id' ],
                 [ 'withdrawal', 400, 'withdrawal: no ref' ],
                 [ 'search', 400, 'search: no q' ];
