@@ -107,9 +107,27 @@ sub get {
                      headers => \@h, body => $opt{body});
 }
 
-# an action as the console's page sends it: JSON, this origin, the token
+# an action as the console's page sends it: JSON, this origin, the token,
+# and for a money action the person's code (sql/065; t/70 proves what a
+# missing, wrong or used one does), from an app enrolled at first use
+require Mt5Credit::Totp;
+my $app = Mt5Credit::Totp->new(last_step => sub {
+    $sb->sql1("SELECT coalesce(max(t.last_step), 0) FROM "
+              . "mt5credit.person_totp t JOIN pg_roles r ON r.oid = t.person "
+              . "WHERE r.rolname = '$_[0]'") });
 sub act {
     my ($who, $action, %opt) = @_;
+    if (ref $action eq 'HASH' && !exists $action->{code}
+        && ($action->{action} // '') =~ /^(propose|propose_settle_done|
+               approve|withdrawal_prepare|withdrawal_approve)$/x)
+    {
+        my $uri = $app->enrolled($who) ? '' : $sb->psql(
+            "SELECT mt5credit.person_totp_enrol('$who')", may_fail => 1,
+            raw => 1);
+        $app->enrol($who, $uri) if $uri =~ /^otpauth:/;
+        $action = { %$action, code => scalar $app->code($who) }
+            if $app->enrolled($who);
+    }
     my $token = exists $opt{token} ? $opt{token}
               : $json->decode(get($who, 'api/whoami')->{body})->{csrf};
     my @h = ([ 'Content-Type', $opt{type} || 'application/json' ],
@@ -146,7 +164,8 @@ is($r->{status}, 200, 'api/whoami as ann');
 my $w = $json->decode($r->{body});
 delete $w->{csrf};
 is_deeply($w, { person => 'ann', act => JSON::PP::true,
-                read => JSON::PP::true }, '... ann, who may act');
+                read => JSON::PP::true,
+                second_factor => JSON::PP::false }, '... ann, who may act');
 like($r->{headers}{'content-type'}, qr{^application/json}, '... JSON');
 is($r->{headers}{'cache-control'}, 'no-store', '... never kept');
 like($r->{headers}{'content-security-policy'}, qr/default-src 'none'/,
@@ -156,7 +175,8 @@ $r = get('rita', 'api/whoami');
 $w = $json->decode($r->{body});
 delete $w->{csrf};
 is_deeply($w, { person => 'rita', act => JSON::PP::false,
-                read => JSON::PP::true }, 'rita: may read, not act');
+                read => JSON::PP::true,
+                second_factor => JSON::PP::false }, 'rita: may read, not act');
 
 $r = get('mallory', 'api/whoami');
 is($r->{status}, 403, 'mallory passed nginx but has no role: 403');
