@@ -111,23 +111,10 @@ sub get {
 # and for a money action the person's code (sql/065; t/70 proves what a
 # missing, wrong or used one does), from an app enrolled at first use
 require Mt5Credit::Totp;
-my $app = Mt5Credit::Totp->new(last_step => sub {
-    $sb->sql1("SELECT coalesce(max(t.last_step), 0) FROM "
-              . "mt5credit.person_totp t JOIN pg_roles r ON r.oid = t.person "
-              . "WHERE r.rolname = '$_[0]'") });
+my $app = Mt5Credit::Totp->new(sb => $sb);
 sub act {
     my ($who, $action, %opt) = @_;
-    if (ref $action eq 'HASH' && !exists $action->{code}
-        && ($action->{action} // '') =~ /^(propose|propose_settle_done|
-               approve|withdrawal_prepare|withdrawal_approve)$/x)
-    {
-        my $uri = $app->enrolled($who) ? '' : $sb->psql(
-            "SELECT mt5credit.person_totp_enrol('$who')", may_fail => 1,
-            raw => 1);
-        $app->enrol($who, $uri) if $uri =~ /^otpauth:/;
-        $action = { %$action, code => scalar $app->code($who) }
-            if $app->enrolled($who);
-    }
+    $action = $app->with_code($sb, $who, $action);
     my $token = exists $opt{token} ? $opt{token}
               : $json->decode(get($who, 'api/whoami')->{body})->{csrf};
     my @h = ([ 'Content-Type', $opt{type} || 'application/json' ],

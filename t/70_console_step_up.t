@@ -59,10 +59,7 @@ CREATE ROLE pat  LOGIN IN ROLE mt5credit_person_admin;
 CREATE ROLE carl LOGIN IN ROLE mt5credit_operator, mt5credit_person;
 SQL
 
-my $app = Mt5Credit::Totp->new(last_step => sub {
-    $sb->sql1("SELECT t.last_step FROM mt5credit.person_totp t JOIN "
-              . "pg_roles r ON r.oid = t.person WHERE r.rolname = '$_[0]'")
-});
+my $app = Mt5Credit::Totp->new(sb => $sb);
 
 # the console's way: one transaction, console_call() as the console's
 # group role, the action as one JSON value

@@ -172,8 +172,13 @@ sub token {
                   0, 32);
 }
 
+# a money action carries its person's code (sql/065), from an app
+# enrolled at first use
+require Mt5Credit::Totp;
+my $app = Mt5Credit::Totp->new(sb => $sb);
 sub act {
     my ($who, $action, %opt) = @_;
+    $action = $app->with_code($sb, $who, $action);
     my $token = exists $opt{token} ? $opt{token} : token($who);
     my @h = ([ 'Content-Type', $opt{type} || 'application/json' ]);
     push @h, [ 'Origin', $opt{origin} // 'https://desk.example.com' ]
