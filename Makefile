@@ -66,16 +66,18 @@ BUILD_ID     := $(BUILD)/build-id
 # the tests run as commands count too: curl (t/40, check-upstream-build),
 # systemd (systemd-analyze verify of the units, t/97), faketime (a worker
 # host with a slow clock, t/44), pgbouncer (session pooling, t/38),
-# debhelper, dpkg-dev and lintian (the packages: make deb, t/96).
+# debhelper, dpkg-dev and lintian (the packages: make deb, t/96),
+# zbar-tools (zbarimg reads the enrolment's QR code back, t/70).
 DEB_PACKAGES := build-essential pkg-config perl \
                 nginx nginx-dev \
                 postgresql-15 postgresql-client-15 libpq-dev \
                 redis-server redis-tools libhiredis-dev \
                 libssl-dev libcurl4-openssl-dev libjansson-dev \
+                libqrencode-dev \
                 libmicrohttpd-dev openssl curl valgrind \
                 wrk procps iproute2 chromium systemd faketime \
                 clang libclang-rt-14-dev pgbouncer \
-                debhelper dpkg-dev lintian
+                debhelper dpkg-dev lintian zbar-tools
 
 .PHONY: all module batch sim unit shims deps demo test test-unit bench bench-peer soak \
         fuzz fuzz-build install static check-upstream deb deb-check promtool \
@@ -162,7 +164,8 @@ BATCH_INC    := $(addprefix -I,$(BATCH_DIRS))
 BATCH_OBJS   := $(patsubst batch/%.c,$(BUILD)/batch/%.o,$(BATCH_SRCS))
 BATCH_CFLAGS := -std=gnu99 $(CFLAGS) $(H_CFLAGS) $(WARN) $(BATCH_INC) \
                 -I$(PG_INC)
-BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto -lpthread
+BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto -lqrencode \
+                -lpthread
 MT5CREDIT    := $(BUILD)/mt5credit
 
 batch: $(MT5CREDIT)

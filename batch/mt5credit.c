@@ -22,6 +22,7 @@
 #include "mc_cases.h"
 #include "mc_events.h"
 #include "mc_pause.h"
+#include "mc_persons.h"
 #include "mc_withdrawals.h"
 #include "mc_config.h"
 #include "mc_log.h"
@@ -200,6 +201,11 @@ static const mc_command_t  mc_commands[] = {
 
     { "resume", mc_cmd_cases, "server|provider|kind NAME [--note TEXT]",
       "lift a pause: claims go on, the pause stays on record",
+      NULL, 0, NULL, NULL },
+
+    { "persons", mc_cmd_cases, "enrol|reset PERSON [--qr FILE.png] | list",
+      "a person's second factor for the console's money\n"
+      "decisions: its otpauth URI and QR code, shown once",
       NULL, 0, NULL, NULL },
 
     { "send-test-webhook", mc_cmd_testhook, "--url URL --secret-file FILE ...",
@@ -791,7 +797,7 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
     mc_config_t  *cfg;
 
     /* --config and --database are ours; the rest is the desk's (cases,
-       withdrawals, events, pause, resume) */
+       withdrawals, events, pause, resume, persons) */
     path = NULL;
     database = NULL;
 
@@ -832,6 +838,9 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
 
     } else if (strcmp(cmd->name, "withdrawals") == 0) {
         rc = mc_withdrawals_main(argc, argv, database);
+
+    } else if (strcmp(cmd->name, "persons") == 0) {
+        rc = mc_persons_main(argc, argv, database);
 
     } else {
         rc = mc_cases_main(argc, argv, database);

@@ -20,6 +20,10 @@
 #     login, even as a person admin's role; a person who is no admin
 #     enrolling someone else
 #   - a person with no second factor moving money through the console
+#   - `mt5credit persons enrol` printing a URI or a QR code other than the
+#     one the database made (the QR code is read back with zbarimg, and
+#     its code moves money), leaving the PNG readable by others, or
+#     overwriting a file
 #   - the CLI changing: a person's own login needs no code
 # and with the right codes, each decision is made and recorded as its
 # person's.  TOTP codes are computed here (Digest::SHA) from the URI
@@ -29,6 +33,7 @@
 use strict;
 use warnings;
 
+use File::Temp qw(tempdir);
 use JSON::PP;
 use Test::More;
 use Time::HiRes qw(time sleep);
@@ -36,6 +41,7 @@ use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use Mt5Credit::Stack;
 use Mt5Credit::Totp;
+use Mt5Credit::Worker;
 
 my $st = Mt5Credit::Stack->new(redis => 0);
 my $sb = $st->sb;
@@ -47,13 +53,14 @@ CREATE ROLE ann  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
 CREATE ROLE ben  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
 CREATE ROLE dan  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
 CREATE ROLE eve  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
+CREATE ROLE fay  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person;
 -- a person admin the console may act for: its login can SET ROLE to her
 CREATE ROLE ada  NOLOGIN IN ROLE mt5credit_operator, mt5credit_person,
                                  mt5credit_person_admin;
 CREATE ROLE web  LOGIN NOINHERIT IN ROLE mt5credit_console;
-GRANT ann, ben, dan, eve, ada TO web;
+GRANT ann, ben, dan, eve, fay, ada TO web;
 SELECT mt5credit.person_identity_map(p, p)
-FROM unnest(ARRAY['ann', 'ben', 'dan', 'eve', 'ada']) p;
+FROM unnest(ARRAY['ann', 'ben', 'dan', 'eve', 'fay', 'ada']) p;
 -- at logins of their own: a person admin, and a person at the CLI
 CREATE ROLE pat  LOGIN IN ROLE mt5credit_person_admin;
 CREATE ROLE carl LOGIN IN ROLE mt5credit_operator, mt5credit_person;
@@ -402,6 +409,54 @@ is($r->{reason}, 'wrong_code', '... the old app\'s code is wrong now');
 like($sb->psql("SELECT mt5credit.person_totp_reset('eve')", user => 'pat',
                may_fail => 1), qr/no second factor to reset/,
      'resetting someone never enrolled: refused');
+
+# --- mt5credit persons -----------------------------------------------------------
+
+my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
+my $tmp = tempdir('mt5credit-qr-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+sub persons {
+    my ($who, @args) = @_;
+    return Mt5Credit::Worker::run($sb, 'persons', '--database',
+                                  "$db user=$who", @args);
+}
+
+my ($rc, $out) = persons('carl', 'enrol', 'fay');
+is($rc, 1, 'mt5credit persons enrol fay, as carl: exit 1');
+like($out, qr/refused: carl may not enrol fay/, '... the database\'s refusal');
+($rc, $out) = persons('pat', 'enrol', 'fay', '--qr', "$tmp/fay.png");
+is($rc, 0, 'as pat, a person admin: exit 0') or diag $out;
+my ($fay_uri) = $out =~ m{^(otpauth://totp/\S+)$}m;
+like($fay_uri // '', qr/mt5-credit%3Afay%40mt5credit\?secret=[A-Z2-7]{32}&/,
+     '... the otpauth URI printed once');
+like($out, qr/give it to them alone, keep no copy \(delete the PNG/,
+     '... with a word on keeping it');
+unlike($out, qr/\e\[/, '... no QR code drawn where the output is no '
+       . 'terminal');
+is(sprintf('%04o', (stat "$tmp/fay.png")[2] & 07777), '0600',
+   '--qr: the PNG is readable by its writer only');
+SKIP: {
+    skip 'no zbarimg (zbar-tools)', 1 unless -x '/usr/bin/zbarimg';
+    my $read = `zbarimg --quiet --raw $tmp/fay.png 2>/dev/null`;
+    chomp $read;
+    is($read, $fay_uri, '... and its QR code reads back as that URI');
+}
+$app->enrol('fay', $fay_uri // '');
+$r = console('fay', { action => 'withdrawal_prepare', withdrawal => $wd2,
+                      code => scalar $app->code('fay') });
+like($r->{digest} // '', qr/^[0-9a-f]{32}$/,
+     '... whose codes prepare a withdrawal as fay') or diag explain $r;
+($rc, $out) = persons('pat', 'reset', 'fay', '--qr', "$tmp/fay.png");
+is($rc, 1, 'a reset whose --qr file exists: exit 1');
+like($out, qr/fay\.png: File exists \(a QR code is written to a new file/,
+     '... the file is not overwritten');
+my ($reset_uri) = $out =~ m{^(otpauth://totp/\S+)$}m;
+isnt($reset_uri // $fay_uri, $fay_uri, '... the new secret is still shown, '
+     . 'once (it is made)');
+($rc, $out) = persons('pat', 'list');
+like($out, qr/^fay\s+pat\s+\S+Z\s+5$/m, 'persons list: fay, by pat, 5 tries');
+like($out, qr/^dan\s+pat\s+\S+Z\s+0, locked until \S+Z$/m,
+     '... dan locked, until when');
+is((persons('pat', 'enrol'))[0], 2, 'enrol whom? a usage error (2)');
 
 # --- the CLI is unchanged --------------------------------------------------------
 
