@@ -18,6 +18,9 @@
 #   - a withdrawal approved by who prepared it, or without the approver
 #     seeing what is signed: ann prepares and is shown "waiting"; ben is
 #     shown the plan and the digest, and approves exactly that
+#   - a money decision without the person's code (sql/065): the page
+#     asks for it beside the buttons, says why a proposal without it is
+#     refused, and sends what the person types from their app
 # Screenshots of the queue and the case pages are written to the sandbox
 # (screenshots/), for a person to look at.
 
@@ -34,6 +37,7 @@ use Mt5Credit::Browser;
 use Mt5Credit::Provider;
 use Mt5Credit::Settlement;
 use Mt5Credit::Stack;
+use Mt5Credit::Totp;
 use Mt5Credit::Worker;
 
 plan skip_all => 'no chromium' unless Mt5Credit::Browser::available();
@@ -79,6 +83,12 @@ GRANT ann, ben, rita TO web;
 SELECT mt5credit.person_identity_map(p, p)
 FROM unnest(ARRAY['ann', 'ben', 'rita']) p;
 SQL
+
+# ann's and ben's authenticator apps, enrolled as a person admin would
+# (mt5credit persons enrol, t/70)
+my $app = Mt5Credit::Totp->new(sb => $sb);
+$app->enrol($_, $sb->sql1("SELECT mt5credit.person_totp_enrol('$_')"))
+    for qw(ann ben);
 
 # a failed credit with its case; its details carry planted markup
 # the payment's webhook carries markup in its own bytes (a description)
@@ -172,7 +182,16 @@ like($ann->js("document.getElementById('case-recon').textContent"),
 is($ann->js("document.querySelectorAll('#case-recon script, #case-recon img').length"),
    0, '... never an element');
 
+ok($ann->js("document.getElementById('no-second-factor').hidden"),
+   'she has a second factor: no warning');
 $ann->type('#note', 'the account was enabled <script>document.title="owned"</script>');
+$ann->click('#propose-requeue');
+ok($ann->wait_for("/6-digit code/.test(document.getElementById('problem')"
+                  . ".textContent)"),
+   'a proposal without her code: the page says it needs the 6-digit code');
+is($sb->sql1("SELECT count(*) FROM mt5credit.money_proposal"), 0,
+   '... and none is made');
+$ann->type('#code', scalar $app->code('ann'));
 $ann->click('#propose-requeue');
 ok($ann->wait_for("/waiting for a second person/.test("
                   . "document.querySelector('#proposals tbody').textContent)"),
@@ -187,11 +206,14 @@ ok($ann->screenshot("$shots/case-ann.png") > 1000, '(screenshots/case-ann.png)')
 
 my $proposal = $sb->sql1("SELECT id FROM mt5credit.money_proposal "
                          . "WHERE case_id = $case");
+# (with her code: the two-person rule refuses it, not a missing code)
+my $code = $app->code('ann');
 my $self_approve = <<"JS";
 fetch('api/whoami').then(r => r.json()).then(w => fetch('api/act', {
   method: 'POST', headers: { 'Content-Type': 'application/json',
                              'X-CSRF-Token': w.csrf },
-  body: JSON.stringify({ action: 'approve', proposal: $proposal, note: 'me' })
+  body: JSON.stringify({ action: 'approve', proposal: $proposal, note: 'me',
+                         code: '$code' })
 })).then(r => r.status)
 JS
 is($ann->js($self_approve), 409, 'her own approval, sent from her page: 409');
@@ -238,6 +260,7 @@ ok($ben->wait_for("Array.from(document.querySelectorAll('#proposals button'))"
    '... the proposal, with an Approve button for him');
 ok($ben->screenshot("$shots/case-ben.png") > 1000, '(screenshots/case-ben.png)');
 $ben->type('#note', 'checked the account');
+$ben->type('#code', scalar $app->code('ben'));
 $ben->js("Array.from(document.querySelectorAll('#proposals button'))"
          . ".find(b => b.textContent === 'Approve').click()");
 ok($ben->wait_for("/approved by ben/.test(document.querySelector('#proposals tbody').textContent)"),
@@ -261,6 +284,7 @@ $ann->click('#wd-list tbody tr.case');
 ok($ann->wait_for("!document.getElementById('withdrawal').hidden && "
                   . "!document.getElementById('wd-prepare').hidden"),
    '... she opens it: Prepare');
+$ann->type('#wd-code', scalar $app->code('ann'));
 $ann->click('#wd-prepare');
 ok($ann->wait_for("!document.getElementById('wd-waiting').hidden"),
    '... prepared: waiting for a second person');
@@ -284,6 +308,7 @@ is($ben->js("document.getElementById('wd-digest').textContent"), $digest,
     or diag $ben->js("fetch('api/withdrawal?ref=$wd').then(r => r.text())");
 like($ben->js("document.querySelector('#wd-plan tbody').textContent"),
      qr/refund.*900 USD/, '... and the plan it signs (a refund of the deposit)');
+$ben->type('#wd-code', scalar $app->code('ben'));
 $ben->click('#wd-approve');
 ok($ben->wait_for("/approved/.test(document.getElementById('wd-facts').textContent)"),
    'he approves it');

@@ -120,6 +120,12 @@
     return document.getElementById("note").value;
   }
 
+  // the person's one-time code (sql/065): a decision that moves money
+  // carries it; the database checks it against this very action, once
+  function code(id) {
+    return document.getElementById(id || "code").value.trim();
+  }
+
   // the evidence box, one item a line, as the list the desk keeps
   function evidence() {
     return document.getElementById("evidence").value.split("\n")
@@ -128,6 +134,8 @@
   }
 
   function after(promise) {
+    // a code is spent, or refused, either way: the next needs a new one
+    document.getElementById("code").value = "";
     promise.then(function () {
       document.getElementById("note").value = "";
       document.getElementById("evidence").value = "";
@@ -153,7 +161,8 @@
           td.className = "waiting";
         } else {
           td.appendChild(button("Approve", function () {
-            after(act({ action: "approve", proposal: p.id, note: note() }));
+            after(act({ action: "approve", proposal: p.id, note: note(),
+                        code: code() }));
           }));
           td.appendChild(button("Reject", function () {
             after(act({ action: "reject", proposal: p.id, note: note() }));
@@ -303,6 +312,7 @@
   }
 
   function wdAfter(promise) {
+    document.getElementById("wd-code").value = "";
     promise.then(function () {
       document.getElementById("wd-note").value = "";
       showWithdrawal(wdCurrent);
@@ -547,13 +557,15 @@
 
     document.getElementById("wd-prepare").addEventListener("click", function () {
       wdAfter(act({ action: "withdrawal_prepare", withdrawal: wdCurrent,
-                    note: document.getElementById("wd-note").value }));
+                    note: document.getElementById("wd-note").value,
+                    code: code("wd-code") }));
     });
     document.getElementById("wd-approve").addEventListener("click", function () {
       // exactly the digest this page shows: what the approver saw
       wdAfter(act({ action: "withdrawal_approve", withdrawal: wdCurrent,
                     digest: document.getElementById("wd-digest").textContent,
-                    note: document.getElementById("wd-note").value }));
+                    note: document.getElementById("wd-note").value,
+                    code: code("wd-code") }));
     });
     document.getElementById("wd-reject").addEventListener("click", function () {
       wdAfter(act({ action: "withdrawal_reject", withdrawal: wdCurrent,
@@ -564,6 +576,8 @@
       me = who;
       text(document.getElementById("who"),
            me.person + (me.act ? "" : " (may look, not act)"));
+      document.getElementById("no-second-factor").hidden =
+        !me.act || me.second_factor;
     }).catch(problem);
 
     document.getElementById("assign-me").addEventListener("click", function () {
@@ -578,7 +592,7 @@
       function () {
         after(act({ action: "propose", "case": current,
                     proposal_action: "requeue_credit", note: note(),
-                    evidence: evidence() }));
+                    evidence: evidence(), code: code() }));
       });
     // amounts stay text: the database converts them exactly (sql/023)
     ["credit", "debit"].forEach(function (d) {
@@ -587,7 +601,7 @@
           after(act({ action: "propose", "case": current,
                       proposal_action: "correcting_" + d,
                       amount: document.getElementById("amount").value,
-                      note: note(), evidence: evidence() }));
+                      note: note(), evidence: evidence(), code: code() }));
         });
     });
     document.getElementById("propose-settle").addEventListener("click",
@@ -595,13 +609,13 @@
         after(act({ action: "propose_settle_done", "case": current,
                     credit: currentCredit,
                     ticket: document.getElementById("ticket").value,
-                    note: note(), evidence: evidence() }));
+                    note: note(), evidence: evidence(), code: code() }));
       });
     document.getElementById("propose-settle-failed").addEventListener("click",
       function () {
         after(act({ action: "propose", "case": current,
                     proposal_action: "settle_failed", note: note(),
-                    evidence: evidence() }));
+                    evidence: evidence(), code: code() }));
       });
     document.getElementById("resolve").addEventListener("click", function () {
       after(act({ action: "resolve", "case": current,
