@@ -60,7 +60,9 @@
 --
 -- Re-declared, this file holds their current definitions:
 --   case_propose()             (053)
---   case_decide()              (053)
+--   case_decide()              (053): and its refusal of one's own
+--                              proposal says "cannot approve it" (053's
+--                              said "cannot approves it")
 --   case_propose_settle_done() (053)
 --   withdrawal_approve()       (053)
 --   withdrawal_prepare()       (053)
@@ -724,7 +726,7 @@ BEGIN
             USING ERRCODE = 'MC049';
     END IF;
     IF p_decision <> 'withdraw' AND p.proposed_by = mt5credit.person() THEN
-        RAISE EXCEPTION 'two-person rule: % proposed this and cannot %s it; '
+        RAISE EXCEPTION 'two-person rule: % proposed this and cannot % it; '
                         'another person must decide', mt5credit.person(),
                         p_decision
             USING ERRCODE = 'MC049';

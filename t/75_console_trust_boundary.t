@@ -356,8 +356,10 @@ my $proposal = $json->decode($r->{body})->{id};
 is($json->decode($r->{body})->{by}, 'ann', '... recorded as ann');
 $r = act('ann', { action => 'approve', proposal => $proposal, note => 'me' });
 is($r->{status}, 409, '... and by her other name cannot approve it');
-like($json->decode($r->{body})->{detail}, qr/two-person rule/,
-     '... the two-person rule: one human is one person');
+like($json->decode($r->{body})->{detail},
+     qr/^two-person rule: ann proposed this and cannot approve it; /,
+     '... the two-person rule, in words (not "cannot approves it"): one '
+     . 'human is one person');
 is($st->status_of($credit), 'failed', '... nothing moved');
 
 # --- 7. smaller doors -------------------------------------------------------
