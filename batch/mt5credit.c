@@ -203,9 +203,12 @@ static const mc_command_t  mc_commands[] = {
       "lift a pause: claims go on, the pause stays on record",
       NULL, 0, NULL, NULL },
 
-    { "persons", mc_cmd_cases, "enrol|reset PERSON [--qr FILE.png] | list",
+    { "persons", mc_cmd_cases, "enrol|reset PERSON [--qr FILE.png] | list"
+      " | map NAME PERSON | unmap NAME | names",
       "a person's second factor for the console's money\n"
-      "decisions: its otpauth URI and QR code, shown once",
+      "decisions: its otpauth URI and QR code, shown once;\n"
+      "which names the console's identity sources give are\n"
+      "which person",
       NULL, 0, NULL, NULL },
 
     { "send-test-webhook", mc_cmd_testhook, "--url URL --secret-file FILE ...",

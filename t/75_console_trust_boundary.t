@@ -24,6 +24,8 @@
 #   - search and the owner filter refusing "@" and ":" (the page encodes
 #     them)
 #   - one person's actions beyond 60 a minute, however many names or hosts
+#   - a name mapped to a person by anyone but a person admin, or to a role
+#     that is no person (mt5credit persons map|unmap|names)
 
 use strict;
 use warnings;
@@ -39,6 +41,7 @@ use lib 't/lib';
 use Mt5Credit::ConsoleAttack qw(console_args console_sql console_attacks
                                 uri_escape);
 use Mt5Credit::Stack;
+use Mt5Credit::Worker;
 
 my $ROOT = $Mt5Credit::Sandbox::ROOT;
 my $json = JSON::PP->new->canonical;
@@ -100,15 +103,34 @@ CREATE ROLE web  LOGIN NOINHERIT IN ROLE mt5credit_console;
 GRANT ann, ben, rita, bot, $LONG TO web;
 CREATE ROLE padmin LOGIN IN ROLE mt5credit_person_admin;
 SQL
-# as a person admin does it: one human, two names, one person
-for ([ 'ann', 'ann' ], [ 'ann@example.com', 'ann' ], [ 'ben', 'ben' ],
-     [ 'rita', 'rita' ], [ $LONG, $LONG ]) {
-    $sb->psql("SELECT mt5credit.person_identity_map('$_->[0]', '$_->[1]')",
-              user => 'padmin');
+# as a person admin does it, at their own login: one human, two names,
+# one person
+my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
+sub persons {
+    my ($who, @args) = @_;
+    return Mt5Credit::Worker::run($sb, 'persons', '--database',
+                                  "$db user=$who", @args);
 }
-ok(!eval { $sb->psql("SELECT mt5credit.person_identity_map('bot', 'bot')",
-                     user => 'padmin'); 1 },
-   'a person admin cannot map a name to a role that is no person');
+for ([ 'ann', 'ann' ], [ 'ann@example.com', 'ann' ], [ 'ben', 'ben' ],
+     [ 'rita', 'rita' ], [ $LONG, $LONG ], [ 'ex-ann', 'ann' ]) {
+    my ($rc, $out) = persons('padmin', 'map', @$_);
+    is($rc, 0, "mt5credit persons map $_->[0] $_->[1]") or diag $out;
+}
+my ($prc, $pout) = persons('padmin', 'unmap', 'ex-ann');
+is($prc, 0, '... and unmap ex-ann (an account gone)') or diag $pout;
+($prc, $pout) = persons('padmin', 'map', 'bot', 'bot');
+is($prc, 1, 'a person admin cannot map a name to a role that is no person');
+like($pout, qr/refused: "bot" is no person/, '... the database says why');
+($prc, $pout) = persons('ann', 'map', 'mallory', 'ben');
+is($prc, 1, 'a person who is no person admin cannot map a name');
+($prc, $pout) = persons('padmin', 'names');
+like($pout, qr/^ann\@example\.com\s+ann\s+padmin\s/m,
+     'mt5credit persons names: ann@example.com is ann, mapped by padmin');
+unlike($pout, qr/^ex-ann/m, '... ex-ann is nobody');
+is($sb->sql1("SELECT string_agg(identity || ':' || action || ':' || actor, "
+             . "' ' ORDER BY id) FROM mt5credit.console_identity_history "
+             . "WHERE identity = 'ex-ann'"),
+   'ex-ann:map:padmin ex-ann:unmap:padmin', '... both kept, with who');
 # a name that once was someone's, and the console's own login and a group,
 # mapped behind the admin's back: still nobody
 $sb->psql(<<'SQL');

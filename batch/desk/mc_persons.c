@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 #include <qrencode.h>
 
+#include "mc_identities.h"
 #include "mc_persons.h"
 #include "mc_pgconn.h"
 
@@ -45,6 +46,7 @@ mc_persons_usage(FILE *f)
 "usage: mt5credit persons enrol PERSON [--qr FILE.png]\n"
 "       mt5credit persons reset PERSON [--qr FILE.png]\n"
 "       mt5credit persons list\n"
+"       mt5credit persons map NAME PERSON | unmap NAME | names\n"
 "\n"
 "  enrol PERSON\n"
 "        makes PERSON's second factor (TOTP: an authenticator app's\n"
@@ -60,6 +62,15 @@ mc_persons_usage(FILE *f)
 "        who has a second factor, since when, enrolled by whom, and their\n"
 "        tries left (five; a wrong code spends one, one comes back every\n"
 "        15 minutes)\n"
+"  map NAME PERSON\n"
+"        the console's identity source calls PERSON NAME (a basic-auth\n"
+"        user, an SSO id, a certificate's CN): every name a human is\n"
+"        known by maps to their one person, so two names are never two\n"
+"        people; a name with no mapping is nobody\n"
+"  unmap NAME\n"
+"        NAME is nobody from now (an account gone)\n"
+"  names\n"
+"        every name, its person, who mapped it and when\n"
 "\n"
 "Run it at your own login, never through the console's: a person admin\n"
 "(a member of mt5credit_person_admin) may enrol anyone, a person only\n"
@@ -104,7 +115,13 @@ mc_persons_main(int argc, char **argv, const char *conninfo)
     action = optind < argc ? argv[optind] : NULL;
     person = optind + 1 < argc ? argv[optind + 1] : NULL;
 
-    if (action != NULL && strcmp(action, "list") == 0) {
+    if (action != NULL && mc_identities_is_action(action)) {
+        if (qr != NULL) {
+            fprintf(stderr, "mt5credit: persons %s takes no --qr\n", action);
+            return 2;
+        }
+
+    } else if (action != NULL && strcmp(action, "list") == 0) {
         if (person != NULL || qr != NULL) {
             fprintf(stderr, "mt5credit: persons list takes no %s\n",
                     qr != NULL ? "--qr" : "operand");
@@ -115,7 +132,8 @@ mc_persons_main(int argc, char **argv, const char *conninfo)
                || (strcmp(action, "enrol") != 0
                    && strcmp(action, "reset") != 0))
     {
-        fprintf(stderr, "mt5credit: persons: enrol, reset or list?\n"
+        fprintf(stderr, "mt5credit: persons: enrol, reset, list, map, "
+                "unmap or names?\n"
                 "Try \"mt5credit persons --help\".\n");
         return 2;
 
@@ -136,7 +154,11 @@ mc_persons_main(int argc, char **argv, const char *conninfo)
     res = PQexec(conn, "SET application_name = 'mt5credit persons'");
     PQclear(res);
 
-    if (strcmp(action, "list") == 0) {
+    if (mc_identities_is_action(action)) {
+        rc = mc_identities_run(conn, action, argv + optind + 1,
+                               argc - optind - 1);
+
+    } else if (strcmp(action, "list") == 0) {
         rc = mc_persons_list(conn);
     } else {
         rc = mc_persons_enrol(conn, action, person, qr);
