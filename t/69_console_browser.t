@@ -18,6 +18,8 @@
 #   - a withdrawal approved by who prepared it, or without the approver
 #     seeing what is signed: ann prepares and is shown "waiting"; ben is
 #     shown the plan and the digest, and approves exactly that
+#   - SQL in any argument of any endpoint, sent by the console's own page
+#     with its person's credentials (issue 29): 400 each, nothing moved
 #   - a money decision without the person's code (sql/065): the page
 #     asks for it beside the buttons, says why a proposal without it is
 #     refused, and sends what the person types from their app
@@ -33,7 +35,9 @@ use POSIX qw(strftime);
 use Test::More;
 
 use lib 't/lib';
+use JSON::PP;
 use Mt5Credit::Browser;
+use Mt5Credit::ConsoleAttack qw(console_attacks);
 use Mt5Credit::Provider;
 use Mt5Credit::Settlement;
 use Mt5Credit::Stack;
@@ -165,6 +169,18 @@ ok($ann->wait_for("document.querySelectorAll('#cases tbody tr.case').length > 0"
 ok($ann->wait_for("document.getElementById('who').textContent === 'ann'"),
    '... and who she is');
 ok($ann->screenshot("$shots/queue-ann.png") > 1000, '... (screenshots/queue-ann.png)');
+
+# every endpoint with SQL in every argument, fetched by the page itself,
+# as the browser encodes a URL
+my @attacks = map { $_->[0] } console_attacks($case);
+my $statuses = $ann->js('Promise.all(' . JSON::PP->new->encode(\@attacks)
+    . '.map(function (p) { return fetch("api/" + p).then(function (r) '
+    . '{ return r.status; }); }))');
+is(scalar(grep { $_ != 400 } @$statuses), 0, 'SQL in every argument of every '
+   . 'endpoint, from ann\'s page: 400 each (' . scalar(@$statuses) . ')');
+is($sb->sql1("SELECT count(*) FROM mt5credit.money_proposal"), 0,
+   '... no proposal');
+is($st->status_of($credit), 'failed', '... the credit still failed');
 
 $ann->click("#cases tbody tr.case");
 ok($ann->wait_for("!document.getElementById('case').hidden"), 'she opens it');

@@ -359,6 +359,17 @@ is(join(' ', grep { $matrix{$_} != 403 } sort keys %matrix), '',
    'a role that is no person, a group role, the console\'s login, a name '
    . 'nobody has and a 64-byte name whose first 63 are a person\'s: 403 on '
    . 'every endpoint (' . scalar(keys %matrix) . ' tries)');
+my (%op, %reader);
+for my $e (sort keys %reads) {
+    $op{$e} = get('ann', "api/$e$reads{$e}")->{status};
+    $reader{$e} = get('rita', "api/$e$reads{$e}")->{status};
+}
+is(join(' ', map { "$_:$op{$_}" } grep { $op{$_} !~ /^(?:200|404)$/ }
+        sort keys %op), '', 'ann, a person who acts: every endpoint '
+   . 'answers her (200, or 404 for an id nobody has)');
+is(join(' ', map { "$_:$reader{$_}" } grep { $reader{$_} !~ /^(?:200|404)$/ }
+        sort keys %reader), 'case:403', 'rita, a person who reads: every '
+   . 'endpoint but the desk\'s case page answers her');
 is(get('ann', "api/case?id=$case")->{status}, 200,
    'ann (an operator) opens the case');
 is(get('rita', 'api/cases')->{status}, 200, 'rita (a reader) reads the queue');
