@@ -325,7 +325,28 @@ GRANT EXECUTE ON FUNCTION mt5credit.console_person_of(text),
     mt5credit.console_act_admit(text) TO mt5credit_console;
 
 
--- Mapping a name to a person, and taking it away, by a person admin.
+-- Mapping a name to a person, and taking it away, by a person admin at
+-- their own login.  Never through a set role: the console's login may
+-- set any person's role, and a person may also be a person admin, so
+-- the console's credentials would map any name to anyone.
+CREATE FUNCTION mt5credit.person_identity_admin()
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = mt5credit, pg_temp
+AS $$
+BEGIN
+    IF current_setting('role') <> 'none'
+       OR NOT pg_has_role(session_user, 'mt5credit_person_admin', 'USAGE')
+    THEN
+        RAISE EXCEPTION 'names are mapped by a person admin at their own '
+                        'login (mt5credit persons), never through a set '
+                        'role or a console login' USING ERRCODE = 'MC134';
+    END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION mt5credit.person_identity_admin() FROM PUBLIC;
+
 CREATE FUNCTION mt5credit.person_identity_map(p_identity text,
     p_person text)
 RETURNS void
@@ -335,6 +356,8 @@ AS $$
 DECLARE
     v_oid  oid;
 BEGIN
+    PERFORM person_identity_admin();
+
     SELECT oid INTO v_oid FROM pg_roles WHERE rolname = p_person;
     IF v_oid IS NULL OR NOT person_is(p_person) THEN
         RAISE EXCEPTION '"%" is no person (a member of mt5credit_person)',
@@ -358,6 +381,8 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 AS $$
 BEGIN
+    PERFORM person_identity_admin();
+
     DELETE FROM console_identity WHERE identity = p_identity;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no identity "%"', p_identity

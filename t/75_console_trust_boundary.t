@@ -24,8 +24,9 @@
 #   - search and the owner filter refusing "@" and ":" (the page encodes
 #     them)
 #   - one person's actions beyond 60 a minute, however many names or hosts
-#   - a name mapped to a person by anyone but a person admin, or to a role
-#     that is no person (mt5credit persons map|unmap|names)
+#   - a name mapped to a person by anyone but a person admin at their own
+#     login (the console's credentials, through a person who is also an
+#     admin, included), or to a role that is no person
 
 use strict;
 use warnings;
@@ -102,6 +103,10 @@ CREATE ROLE $LONG NOLOGIN IN ROLE mt5credit_reader, mt5credit_person;
 CREATE ROLE web  LOGIN NOINHERIT IN ROLE mt5credit_console;
 GRANT ann, ben, rita, bot, $LONG TO web;
 CREATE ROLE padmin LOGIN IN ROLE mt5credit_person_admin;
+-- a person who is also a person admin, whose role the console may set
+CREATE ROLE carol NOLOGIN IN ROLE mt5credit_operator, mt5credit_person,
+    mt5credit_person_admin;
+GRANT carol TO web;
 SQL
 # as a person admin does it, at their own login: one human, two names,
 # one person
@@ -123,6 +128,10 @@ is($prc, 1, 'a person admin cannot map a name to a role that is no person');
 like($pout, qr/refused: "bot" is no person/, '... the database says why');
 ($prc, $pout) = persons('ann', 'map', 'mallory', 'ben');
 is($prc, 1, 'a person who is no person admin cannot map a name');
+like($sb->psql("SET ROLE carol; SELECT mt5credit.person_identity_map("
+              . "'mallory', 'ann')", user => 'web', may_fail => 1, raw => 1),
+     qr/never through a set role/, 'the console\'s credentials, as a '
+     . 'person who is a person admin, cannot map a name to ann');
 ($prc, $pout) = persons('padmin', 'names');
 like($pout, qr/^ann\@example\.com\s+ann\s+padmin\s/m,
      'mt5credit persons names: ann@example.com is ann, mapped by padmin');
