@@ -385,36 +385,40 @@ sub processing {
 }
 sub batch_sql {
     my (@d) = @_;
+    my $each = sub { 'ARRAY[' . join(', ', map { $_[0] } @d) . ']' };
     return 'SELECT ord, coalesce(outcome, \'\'), coalesce(error_code, \'\') '
-        . 'FROM mt5credit.ingest_batch(ARRAY[' . join(', ', map { "'stripe'" } @d)
-        . "], ARRAY[NULL, NULL]::text[], ARRAY["
-        . join(', ', map { hexlit($_->{body}) } @d) . "], ARRAY['stripe', "
-        . "'stripe'], ARRAY[$SIGNED_AT, $SIGNED_AT], ARRAY[NULL, "
-        . "NULL]::text[]) ORDER BY ord;";
+        . 'FROM mt5credit.ingest_batch(' . $each->("'stripe'") . ', '
+        . $each->('NULL') . '::text[], ARRAY['
+        . join(', ', map { hexlit($_->{body}) } @d) . '], '
+        . $each->("'stripe'") . ', ' . $each->($SIGNED_AT) . ', '
+        . $each->('NULL') . '::text[]) ORDER BY ord;';
 }
 {
+    # In this order, whatever the scheduler does: b's transaction holds
+    # 18 (a batch of it, not yet committed); a's batch locks 17 and waits
+    # for 18; then b's second batch asks for 17.  (Both waiting on one
+    # holder of both raced for the rows once it let go: a could take both
+    # before b woke, and no deadlock came.)
     my $sb = $db{batch};
-    my $hold = $sb->psql_session;
-    $hold->send("BEGIN; SELECT id FROM mt5credit.deposit WHERE "
-                . "reference IN ('" . dep(17) . "', '" . dep(18)
-                . "') FOR UPDATE;");
     my $wait = sub {
         my ($what, $cond) = @_;
         for (1 .. 200) { return 1 if $cond->(); select undef, undef, undef, 0.05 }
         diag("timed out waiting for $what");
         return 0;
     };
-    $wait->('the holder', sub { $sb->sql1("SELECT count(*) FROM "
+    my $b = $sb->psql_session;
+    $b->send('BEGIN;');
+    $b->send(batch_sql(processing(18, 'evt_dl_b1')));
+    $wait->('b holding 18', sub { $sb->sql1("SELECT count(*) FROM "
         . "pg_stat_activity WHERE state = 'idle in transaction'") == 1 });
     my $a = $sb->psql_session;
     $a->send(batch_sql(processing(17, 'evt_dl_a1'), processing(18, 'evt_dl_a2')));
-    my $b = $sb->psql_session;
-    $b->send(batch_sql(processing(18, 'evt_dl_b1'), processing(17, 'evt_dl_b2')));
-    ok($wait->('both batches waiting', sub { $sb->sql1("SELECT count(*) FROM "
-        . "pg_stat_activity WHERE wait_event_type = 'Lock'") == 2 }),
-       'two batches wait on one holder of both their deposits');
-    $hold->send('COMMIT;');
-    $hold->close;
+    ok($wait->('a waiting', sub { $sb->sql1("SELECT count(*) FROM "
+        . "pg_stat_activity WHERE wait_event_type = 'Lock'") == 1 }),
+       'a batch holding one deposit waits for the other, held by a batch '
+       . 'of another transaction');
+    $b->send(batch_sql(processing(17, 'evt_dl_b2')));
+    $b->send('COMMIT;');
     $a->close;
     $b->close;
     my @rows = map { [ split /\|/ ] } grep { /^\d+\|/ }
