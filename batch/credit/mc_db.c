@@ -363,36 +363,69 @@ mc_db_send(mc_db_t *db, const char *sql, int n, const char *const *params)
 }
 
 
-/* the statement's result (NULL on any error, logged), read to its end */
+/*
+ * The statement's result (NULL on any error, logged), read to its end.
+ * It counts only when every result is a success and the server then said
+ * it is ready, its implicit transaction over (PQTRANS_IDLE on a live
+ * connection).  Rows are no commit: under synchronous replication a
+ * claim's RETURNING row arrives before its COMMIT is replicated, and a
+ * backend terminated while it waits sends a WARNING and dies; an error,
+ * or a connection lost, after the rows means the transition did not
+ * happen (issue 30, item 2).
+ */
 
 static PGresult *
 mc_db_recv(mc_db_t *db)
 {
-    PGresult  *res, *first;
+    PGresult        *res, *rows, *error;
+    ExecStatusType   st;
 
-    first = NULL;
+    rows = NULL;
+    error = NULL;
 
     while ((res = PQgetResult(db->conn)) != NULL) {
-        if (first == NULL) {
-            first = res;
-        } else {
-            PQclear(res);
+        st = PQresultStatus(res);
+
+        if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+            if (error == NULL) {
+                error = res;
+                continue;
+            }
+
+        } else if (rows == NULL) {
+            rows = res;
+            continue;
         }
+
+        PQclear(res);
     }
 
     db->in_flight = 0;
 
-    if (first != NULL && (PQresultStatus(first) == PGRES_TUPLES_OK
-                          || PQresultStatus(first) == PGRES_COMMAND_OK))
+    if (error == NULL && rows != NULL
+        && PQstatus(db->conn) == CONNECTION_OK
+        && PQtransactionStatus(db->conn) == PQTRANS_IDLE)
     {
-        return first;
+        return rows;
     }
 
-    mc_log(MC_LOG_ERROR, "database: %s",
-           first ? PQresultErrorMessage(first) : PQerrorMessage(db->conn));
-    PQclear(first);
+    if (error != NULL) {
+        mc_log(MC_LOG_ERROR, "database: %s%s", PQresultErrorMessage(error),
+               rows != NULL ? " (after the statement's rows: not done)" : "");
 
-    if (PQstatus(db->conn) != CONNECTION_OK) {
+    } else {
+        mc_log(MC_LOG_ERROR, "database: the statement did not end on a live "
+               "connection%s: %s", rows != NULL ? " after its rows: not done"
+                                               : "",
+               PQerrorMessage(db->conn));
+    }
+
+    PQclear(rows);
+    PQclear(error);
+
+    if (PQstatus(db->conn) != CONNECTION_OK
+        || PQtransactionStatus(db->conn) != PQTRANS_IDLE)
+    {
         PQfinish(db->conn);
         db->conn = NULL;
     }
