@@ -79,7 +79,7 @@ static void mc_refund_answered(mc_sender_t *s, mc_refund_item_t *it,
 static void mc_refund_check_failed(mc_sender_t *s, mc_refund_item_t *it,
     const char *kind, const char *why);
 static void mc_refund_to(mc_sender_t *s, mc_refund_item_t *it,
-    const char *fn, const char *to, json_t *detail);
+    const char *to, json_t *detail);
 static void mc_refund_card(mc_sender_t *s, mc_refund_item_t *it,
     const char *charge);
 
@@ -267,7 +267,7 @@ mc_refund_sent_answer(mc_sender_t *s, mc_refund_item_t *it,
         /* the connection was never made: nothing can have been refunded */
         mc_log(MC_LOG_WARN, "refund %s: %s; not sent, released",
                it->reference, msg);
-        mc_refund_to(s, it, "refund_unsent", "pending",
+        mc_refund_to(s, it, "pending",
                      json_pack("{s:s, s:s}", "step", "send", "reason", msg));
         return;
 
@@ -316,7 +316,7 @@ mc_refund_sent_answer(mc_sender_t *s, mc_refund_item_t *it,
     /* a timeout is not a failure: the lookup will tell */
     mc_log(MC_LOG_WARN, "refund %s: outcome unknown (%s); it will be looked "
            "up before anything is sent again", it->reference, msg);
-    mc_refund_to(s, it, "refund_unsent", "unknown",
+    mc_refund_to(s, it, "unknown",
                  json_pack("{s:s, s:s}", "step", "send", "reason", msg));
 }
 
@@ -432,7 +432,7 @@ mc_refund_lookup(mc_sender_t *s, mc_refund_item_t *it)
     mc_log(MC_LOG_INFO, "refund %s: not at the provider (complete list of "
            "%s, %d page%s); pending again", it->reference, it->payment, page,
            page == 1 ? "" : "s");
-    mc_refund_to(s, it, "refund_absent", NULL,
+    mc_refund_to(s, it, NULL,
                  json_pack("{s:s, s:i}", "step", "lookup", "pages", page));
 }
 
@@ -727,13 +727,14 @@ mc_refund_check_failed(mc_sender_t *s, mc_refund_item_t *it,
 
 /*
  * sending -> pending or unknown (refund_unsent, to given), or unknown ->
- * pending (refund_absent, to NULL), with its history detail.
+ * pending (refund_absent, to NULL), with its history detail.  Each a
+ * fixed statement: nothing is formatted into SQL text.
  */
 static void
-mc_refund_to(mc_sender_t *s, mc_refund_item_t *it, const char *fn,
-    const char *to, json_t *detail)
+mc_refund_to(mc_sender_t *s, mc_refund_item_t *it, const char *to,
+    json_t *detail)
 {
-    char         id[24], att[16], sql[128], *d;
+    char         id[24], att[16], *d;
     const char  *params[5];
     int          n;
 
@@ -750,8 +751,15 @@ mc_refund_to(mc_sender_t *s, mc_refund_item_t *it, const char *fn,
     params[n++] = s->cfg->worker_name;
     params[n++] = d;
 
-    snprintf(sql, sizeof(sql), "SELECT mt5credit.%s($1, $2, $3, $4%s)", fn,
-             n == 5 ? ", $5" : "");
-    mc_sender_call(s, "refund", fn, sql, n, (const char **) params, NULL, 0);
+    if (to != NULL) {
+        mc_sender_call(s, "refund", "refund_unsent",
+                       "SELECT mt5credit.refund_unsent($1, $2, $3, $4, $5)",
+                       n, (const char **) params, NULL, 0);
+    } else {
+        mc_sender_call(s, "refund", "refund_absent",
+                       "SELECT mt5credit.refund_absent($1, $2, $3, $4)",
+                       n, (const char **) params, NULL, 0);
+    }
+
     free(d);
 }
