@@ -55,6 +55,8 @@ static char *ngx_mt5_credit_pg_options(ngx_conf_t *cf,
     ngx_mt5_credit_main_conf_t *mcf);
 static char *ngx_mt5_credit_console_options(ngx_conf_t *cf,
     ngx_mt5_credit_main_conf_t *mcf);
+static char *ngx_mt5_credit_add_options(ngx_conf_t *cf, const char **keywords,
+    const char **values, ngx_str_t *user, u_char *ours);
 static char *ngx_mt5_credit_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_mt5_credit_webhook(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -1145,74 +1147,70 @@ ngx_mt5_credit_check_pg_host(ngx_conf_t *cf, const char *directive,
 static char *
 ngx_mt5_credit_pg_options(ngx_conf_t *cf, ngx_mt5_credit_main_conf_t *mcf)
 {
-    u_char      *p;
-    size_t       len;
-    ngx_uint_t   i;
+    u_char  buf[sizeof("-c statement_timeout= -c synchronous_commit=on")
+                + NGX_INT_T_LEN];
 
-    len = mcf->pg_options.len + sizeof(" -c statement_timeout=") - 1
-          + NGX_INT_T_LEN + sizeof(" -c synchronous_commit=on") - 1 + 1;
+    *ngx_sprintf(buf, "-c statement_timeout=%M -c synchronous_commit=on",
+                 mcf->pg_query_timeout) = '\0';
 
-    p = ngx_pnalloc(cf->pool, len);
-    if (p == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    for (i = 0; mcf->pg_keywords[i] != NULL; i++) { /* void */ }
-
-    mcf->pg_keywords[i] = "options";
-    mcf->pg_values[i] = (char *) p;
-
-    if (mcf->pg_options.len) {
-        p = ngx_cpymem(p, mcf->pg_options.data, mcf->pg_options.len);
-        *p++ = ' ';
-    }
-
-    p = ngx_sprintf(p, "-c statement_timeout=%M -c synchronous_commit=on",
-                    mcf->pg_query_timeout);
-    *p = '\0';
-
-    return NGX_CONF_OK;
+    return ngx_mt5_credit_add_options(cf, mcf->pg_keywords, mcf->pg_values,
+                                      &mcf->pg_options, buf);
 }
 
 
 /*
  * The console's connections: as mt5credit_console from their start (its
  * one right is sql/063's console_call(), which sets the person's role
- * for one transaction), each statement bounded on the server too.  Ours
- * come after the user's options, so ours win.
+ * for one transaction), each statement bounded on the server too.
  */
 
 static char *
 ngx_mt5_credit_console_options(ngx_conf_t *cf,
     ngx_mt5_credit_main_conf_t *mcf)
 {
+    u_char  buf[sizeof("-c role=mt5credit_console -c statement_timeout=")
+                + NGX_INT_T_LEN];
+
+    *ngx_sprintf(buf, "-c role=mt5credit_console -c statement_timeout=%d",
+                 NGX_MT5_CREDIT_CONSOLE_TIMEOUT) = '\0';
+
+    return ngx_mt5_credit_add_options(cf, mcf->console_keywords,
+                                      mcf->console_values,
+                                      &mcf->console_options, buf);
+}
+
+
+/*
+ * "options" as the last keyword: the conninfo's own, then ours, so ours
+ * win (ngx_mt5_credit_conninfo() left room for it).
+ */
+
+static char *
+ngx_mt5_credit_add_options(ngx_conf_t *cf, const char **keywords,
+    const char **values, ngx_str_t *user, u_char *ours)
+{
     u_char      *p;
     size_t       len;
     ngx_uint_t   i;
 
-    len = mcf->console_options.len
-          + sizeof(" -c role=mt5credit_console -c statement_timeout=")
-          + NGX_INT_T_LEN + 1;
+    len = user->len + 1 + ngx_strlen(ours) + 1;
 
     p = ngx_pnalloc(cf->pool, len);
     if (p == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    for (i = 0; mcf->console_keywords[i] != NULL; i++) { /* void */ }
+    for (i = 0; keywords[i] != NULL; i++) { /* void */ }
 
-    mcf->console_keywords[i] = "options";
-    mcf->console_values[i] = (char *) p;
+    keywords[i] = "options";
+    values[i] = (char *) p;
 
-    if (mcf->console_options.len) {
-        p = ngx_cpymem(p, mcf->console_options.data,
-                       mcf->console_options.len);
+    if (user->len) {
+        p = ngx_cpymem(p, user->data, user->len);
         *p++ = ' ';
     }
 
-    p = ngx_sprintf(p, "-c role=mt5credit_console -c statement_timeout=%d",
-                    NGX_MT5_CREDIT_CONSOLE_TIMEOUT);
-    *p = '\0';
+    ngx_cpystrn(p, ours, ngx_strlen(ours) + 1);
 
     return NGX_CONF_OK;
 }

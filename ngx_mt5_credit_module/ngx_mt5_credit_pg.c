@@ -712,13 +712,9 @@ ngx_mt5_credit_pg_io_step(ngx_mt5_credit_pg_conn_t *conn)
         st = PQresultStatus(res);
 
         if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-            /* the rows: of the first statement that returns any (a
-               simple query's SET comes before its SELECT) */
-            if (conn->result == NULL
-                || (st == PGRES_TUPLES_OK
-                    && PQresultStatus(conn->result) != PGRES_TUPLES_OK))
-            {
-                PQclear(conn->result);
+            /* every statement is one: its rows; an error after them
+               still makes the whole an error */
+            if (conn->result == NULL) {
                 conn->result = res;
                 continue;
             }
