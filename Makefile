@@ -73,7 +73,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 postgresql-15 postgresql-client-15 libpq-dev \
                 redis-server redis-tools libhiredis-dev \
                 libssl-dev libcurl4-openssl-dev libjansson-dev \
-                libqrencode-dev \
+                libqrencode-dev libpng-dev \
                 libmicrohttpd-dev openssl curl valgrind \
                 wrk procps iproute2 chromium systemd faketime \
                 clang libclang-rt-14-dev pgbouncer \
@@ -164,7 +164,7 @@ BATCH_INC    := $(addprefix -I,$(BATCH_DIRS))
 BATCH_OBJS   := $(patsubst batch/%.c,$(BUILD)/batch/%.o,$(BATCH_SRCS))
 BATCH_CFLAGS := -std=gnu99 $(CFLAGS) $(H_CFLAGS) $(WARN) $(BATCH_INC) \
                 -I$(PG_INC)
-BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto -lqrencode \
+BATCH_LIBS   := -lpq -lhiredis -lcurl -ljansson -lcrypto -lqrencode -lpng \
                 -lpthread
 MT5CREDIT    := $(BUILD)/mt5credit
 

@@ -6,13 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
+#include <png.h>
 #include <qrencode.h>
 
 #include "mc_identities.h"
@@ -32,11 +32,6 @@ static int mc_persons_list(PGconn *conn);
 static void mc_persons_qr_terminal(const QRcode *qr, FILE *f);
 static int mc_persons_qr_png(const QRcode *qr, const char *path);
 static int mc_persons_module(const QRcode *qr, int x, int y);
-static int mc_persons_png_chunk(FILE *f, const char *type,
-    const unsigned char *data, size_t len);
-static uint32_t mc_persons_crc32(uint32_t crc, const unsigned char *p,
-    size_t n);
-static void mc_persons_be32(unsigned char *p, uint32_t v);
 
 
 void
@@ -312,75 +307,36 @@ mc_persons_qr_terminal(const QRcode *qr, FILE *f)
  * requires, with nothing to link but libqrencode.  The file is made new,
  * mode 0600: it holds the secret.
  */
+/* the QR code as a 1-bit greyscale PNG, written by libpng to a new file */
 static int
 mc_persons_qr_png(const QRcode *qr, const char *path)
 {
     int             fd, x, y, px, ok;
     FILE           *f;
-    size_t          side, row, raw_len, z_len, i, n, at;
-    uint32_t        a, b;
-    unsigned char  *raw, *z, *r, ihdr[13];
-
-    static const unsigned char  signature[8] = {
-        0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'
-    };
+    size_t          side, row;
+    png_infop       info;
+    png_structp     png;
+    unsigned char  *raw, *r;
 
     side = (size_t) (qr->width + 2 * MC_PERSONS_QUIET) * MC_PERSONS_PNG_SCALE;
-    row = 1 + (side + 7) / 8;               /* the filter byte, then bits */
-    raw_len = row * side;
+    row = (side + 7) / 8;
 
-    /* zlib header, 5 bytes a stored block of at most 65535, Adler-32 */
-    z_len = 2 + raw_len + 5 * (raw_len / 65535 + 1) + 4;
-
-    raw = calloc(1, raw_len);
-    z = malloc(z_len);
-    if (raw == NULL || z == NULL) {
+    /* 1 is white: the quiet zone and the light modules */
+    raw = calloc(side, row);
+    if (raw == NULL) {
         fprintf(stderr, "mt5credit: persons: %s: out of memory\n", path);
-        free(raw);
-        free(z);
         return 1;
     }
 
     for (y = 0; y < (int) side; y++) {
-        r = raw + (size_t) y * row;         /* r[0] = 0: no filter */
+        r = raw + (size_t) y * row;
 
         for (x = 0; x < (int) side; x++) {
             px = !mc_persons_module(qr, x / MC_PERSONS_PNG_SCALE,
                                     y / MC_PERSONS_PNG_SCALE);
-            r[1 + x / 8] |= (unsigned char) (px << (7 - x % 8));
+            r[x / 8] |= (unsigned char) (px << (7 - x % 8));
         }
     }
-
-    z[0] = 0x78;                            /* deflate, 32 KiB window */
-    z[1] = 0x01;                            /* (0x7801 % 31 == 0) */
-    at = 2;
-
-    for (i = 0; i < raw_len; i += n) {
-        n = raw_len - i < 65535 ? raw_len - i : 65535;
-        z[at++] = i + n == raw_len;         /* BFINAL, BTYPE 00: stored */
-        z[at++] = (unsigned char) (n & 0xff);
-        z[at++] = (unsigned char) (n >> 8);
-        z[at++] = (unsigned char) (~n & 0xff);
-        z[at++] = (unsigned char) ((~n >> 8) & 0xff);
-        memcpy(z + at, raw + i, n);
-        at += n;
-    }
-
-    for (a = 1, b = 0, i = 0; i < raw_len; i++) {
-        a = (a + raw[i]) % 65521;
-        b = (b + a) % 65521;
-    }
-
-    mc_persons_be32(z + at, (b << 16) | a);
-    at += 4;
-
-    mc_persons_be32(ihdr, (uint32_t) side);
-    mc_persons_be32(ihdr + 4, (uint32_t) side);
-    ihdr[8] = 1;                            /* bit depth */
-    ihdr[9] = 0;                            /* greyscale */
-    ihdr[10] = 0;                           /* deflate */
-    ihdr[11] = 0;                           /* adaptive filtering */
-    ihdr[12] = 0;                           /* not interlaced */
 
     f = NULL;
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -391,11 +347,34 @@ mc_persons_qr_png(const QRcode *qr, const char *path)
         }
     }
 
-    ok = f != NULL
-         && fwrite(signature, 1, sizeof(signature), f) == sizeof(signature)
-         && mc_persons_png_chunk(f, "IHDR", ihdr, sizeof(ihdr)) == 0
-         && mc_persons_png_chunk(f, "IDAT", z, at) == 0
-         && mc_persons_png_chunk(f, "IEND", NULL, 0) == 0;
+    ok = 0;
+    png = NULL;
+    info = NULL;
+
+    if (f != NULL) {
+        png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL,
+                                      NULL);
+        info = png != NULL ? png_create_info_struct(png) : NULL;
+    }
+
+    if (info != NULL && setjmp(png_jmpbuf(png)) == 0) {
+        png_init_io(png, f);
+        png_set_IHDR(png, info, (png_uint_32) side, (png_uint_32) side, 1,
+                     PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+        png_write_info(png, info);
+
+        for (y = 0; y < (int) side; y++) {
+            png_write_row(png, raw + (size_t) y * row);
+        }
+
+        png_write_end(png, info);
+        ok = 1;
+    }
+
+    if (png != NULL) {
+        png_destroy_write_struct(&png, info != NULL ? &info : NULL);
+    }
 
     if (f != NULL && fclose(f) != 0) {
         ok = 0;
@@ -403,7 +382,8 @@ mc_persons_qr_png(const QRcode *qr, const char *path)
 
     if (!ok) {
         fprintf(stderr, "mt5credit: persons: %s: %s%s\n", path,
-                strerror(errno), fd == -1 && errno == EEXIST
+                fd == -1 || errno != 0 ? strerror(errno) : "libpng failed",
+                fd == -1 && errno == EEXIST
                 ? " (a QR code is written to a new file only)" : "");
         if (fd != -1) {
             unlink(path);
@@ -411,55 +391,5 @@ mc_persons_qr_png(const QRcode *qr, const char *path)
     }
 
     free(raw);
-    free(z);
     return ok ? 0 : 1;
-}
-
-
-static int
-mc_persons_png_chunk(FILE *f, const char *type, const unsigned char *data,
-    size_t len)
-{
-    uint32_t       crc;
-    unsigned char  b[4];
-
-    mc_persons_be32(b, (uint32_t) len);
-    if (fwrite(b, 1, 4, f) != 4 || fwrite(type, 1, 4, f) != 4
-        || (len > 0 && fwrite(data, 1, len, f) != len))
-    {
-        return -1;
-    }
-
-    crc = mc_persons_crc32(0xffffffffu, (const unsigned char *) type, 4);
-    crc = mc_persons_crc32(crc, data, len) ^ 0xffffffffu;
-    mc_persons_be32(b, crc);
-
-    return fwrite(b, 1, 4, f) == 4 ? 0 : -1;
-}
-
-
-/* CRC-32 (ISO 3309, as PNG uses it), a bit at a time: a few kilobytes */
-static uint32_t
-mc_persons_crc32(uint32_t crc, const unsigned char *p, size_t n)
-{
-    int  k;
-
-    while (n-- > 0) {
-        crc ^= *p++;
-        for (k = 0; k < 8; k++) {
-            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
-        }
-    }
-
-    return crc;
-}
-
-
-static void
-mc_persons_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char) (v >> 24);
-    p[1] = (unsigned char) (v >> 16);
-    p[2] = (unsigned char) (v >> 8);
-    p[3] = (unsigned char) v;
 }
