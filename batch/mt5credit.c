@@ -473,6 +473,14 @@ mc_cmd_work(const mc_command_t *cmd, int argc, char **argv)
         return 1;
     }
 
+    /* a worker that cannot keep its claims would claim nothing, round
+       after round: it says so once and stops */
+    if (!resolve_only && mc_rewind_open(&w.rewind) != 0) {
+        mc_worker_free(&w);
+        free(cfg);
+        return 2;
+    }
+
     /* checked at start: a worker of another deployment stops here */
     if (mc_db_ready(w.db) == 0 && !mc_worker_deployment_ok(&w)) {
         fprintf(stderr, "mt5credit: work: the database is not this "

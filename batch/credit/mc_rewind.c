@@ -25,6 +25,13 @@
  * still never leaves before its claim is on disk.  A file is created, and
  * a realigned one replaced, by rename, its directory synced after.  The
  * check holds "<state_dir>/.lock".
+ *
+ * Files do not pile up.  The default name is host:pid, so every process
+ * that ever claimed left a file of its own; once a check finds the
+ * database holding every claim kept, the files of this host's workers
+ * whose process is gone are removed, except the newest (the latest claim
+ * seen on this host is the one that tells the most of a later rewind).
+ * Nothing else limits how many files there are.
  */
 
 
@@ -36,7 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,23 +54,27 @@
 #include "mc_rewind.h"
 
 
-#define MC_REWIND_FILES_MAX  256
-
 /* one padded line: far below a 512-byte sector */
 #define MC_REWIND_RECORD     128
 
 
 typedef struct {
-    char     path[768];
-    char     system_identifier[32];
-    int      timeline;
-    int64_t  credit;
-    int      attempts;
+    char             path[768];
+    char             system_identifier[32];
+    int              timeline;
+    int64_t          credit;
+    int              attempts;
+    struct timespec  mtime;
 } mc_rewind_fact_t;
 
 
-static int mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts,
-    int max);
+static int mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t **facts);
+static int mc_rewind_read_one(mc_rewind_fact_t *fact);
+static void mc_rewind_prune(mc_rewind_t *r, mc_rewind_fact_t *facts, int n);
+static int mc_rewind_gone(mc_rewind_t *r, const char *path);
+static int mc_rewind_sync_dir(const char *path);
+static void mc_rewind_file_name(char *buf, size_t size, const char *dir,
+    const char *worker);
 static int mc_rewind_record(char *buf, const char *sysid, int timeline,
     int64_t credit, int attempts);
 static int mc_rewind_flush_wait(mc_rewind_t *r, int64_t wait_ms);
@@ -76,24 +89,67 @@ static int mc_rewind_realign(mc_db_t *db, mc_rewind_fact_t *facts, int n,
 void
 mc_rewind_init(mc_rewind_t *r, const char *dir, const char *worker)
 {
-    char    name[160];
-    size_t  i;
+    char  host[128], name[136];
 
     memset(r, 0, sizeof(*r));
     r->flush_fd = -1;
     snprintf(r->dir, sizeof(r->dir), "%s", dir);
 
     /* the worker's name as a file name: host:pid becomes host_pid */
-    snprintf(name, sizeof(name), "%s", worker);
-    for (i = 0; name[i] != '\0'; i++) {
-        if (!isalnum((unsigned char) name[i]) && name[i] != '.'
-            && name[i] != '-')
-        {
-            name[i] = '_';
-        }
+    mc_rewind_file_name(r->file, sizeof(r->file), r->dir, worker);
+
+    /* what a default name (host:pid, mc_config.c) of this host starts
+       with: those files' processes can be asked whether they live */
+    if (gethostname(host, sizeof(host)) != 0) {
+        strcpy(host, "worker");
     }
 
-    snprintf(r->file, sizeof(r->file), "%s/worker-%s.state", r->dir, name);
+    host[sizeof(host) - 1] = '\0';
+    snprintf(name, sizeof(name), "%s:", host);
+    mc_rewind_file_name(r->host_prefix, sizeof(r->host_prefix), "", name);
+
+    /* "worker-<host>_.state" less ".state" */
+    r->host_prefix[strlen(r->host_prefix) - 6] = '\0';
+}
+
+
+int
+mc_rewind_open(mc_rewind_t *r)
+{
+    int          fd, ok;
+    char         probe[800];
+    const char  *why;
+    struct stat  st;
+
+    why = stat(r->dir, &st) != 0 ? strerror(errno)
+          : !S_ISDIR(st.st_mode) ? "not a directory" : NULL;
+    if (why != NULL) {
+        fprintf(stderr, "mt5credit: state_dir %s: %s; the worker keeps "
+                "each claim there before its balance call, and makes none "
+                "without it\n", r->dir, why);
+        return -1;
+    }
+
+    /* writable as the worker needs it: a file made, synced and removed */
+    snprintf(probe, sizeof(probe), "%s.probe", r->file);
+
+    fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ok = fd >= 0 && fsync(fd) == 0;
+    if (fd >= 0) {
+        ok = close(fd) == 0 && ok;
+    }
+
+    if (!ok || unlink(probe) != 0) {
+        fprintf(stderr, "mt5credit: state_dir %s: %s; the worker keeps "
+                "each claim there before its balance call, and makes none "
+                "without it\n", r->dir, strerror(errno));
+        if (fd >= 0) {
+            (void) unlink(probe);
+        }
+        return -1;
+    }
+
+    return 0;
 }
 
 
@@ -101,10 +157,9 @@ mc_rewind_rc_e
 mc_rewind_check(mc_rewind_t *r, mc_db_t *db, const char *worker, int lease,
     const mc_alert_config_t *alert)
 {
-    int                 fd, i, n, marked;
-    int                 attempts[MC_REWIND_FILES_MAX];
+    int                 fd, i, n, marked, *attempts;
     char                lock[600];
-    int64_t             credits[MC_REWIND_FILES_MAX];
+    int64_t            *credits;
     mc_rewind_rc_e      rc;
     mc_db_identity_t    id;
     mc_rewind_fact_t   *facts;
@@ -125,11 +180,20 @@ mc_rewind_check(mc_rewind_t *r, mc_db_t *db, const char *worker, int lease,
     }
 
     rc = MC_REWIND_ERROR;
-    facts = calloc(MC_REWIND_FILES_MAX, sizeof(mc_rewind_fact_t));
+    facts = NULL;
+    credits = NULL;
+    attempts = NULL;
 
-    n = facts != NULL ? mc_rewind_read_all(r, facts, MC_REWIND_FILES_MAX)
-                      : -1;
+    n = mc_rewind_read_all(r, &facts);
     if (n < 0) {
+        goto done;
+    }
+
+    credits = malloc((n + 1) * sizeof(int64_t));
+    attempts = malloc((n + 1) * sizeof(int));
+    if (credits == NULL || attempts == NULL) {
+        mc_log(MC_LOG_ERROR, "state %s: out of memory for %d claims",
+               r->dir, n);
         goto done;
     }
 
@@ -196,8 +260,14 @@ mc_rewind_check(mc_rewind_t *r, mc_db_t *db, const char *worker, int lease,
              id.system_identifier);
     r->timeline = id.timeline;
 
+    if (rc == MC_REWIND_OK) {
+        mc_rewind_prune(r, facts, n);
+    }
+
 done:
 
+    free(credits);
+    free(attempts);
     free(facts);
     flock(fd, LOCK_UN);
     close(fd);
@@ -473,13 +543,15 @@ mc_rewind_flusher(void *arg)
 
 /* every worker-*.state of the directory: how many, or -1 (logged) */
 static int
-mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts, int max)
+mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t **facts)
 {
-    int             n, got;
-    DIR            *d;
-    FILE           *f;
-    size_t          len;
-    struct dirent  *e;
+    int                n, max;
+    DIR               *d;
+    size_t             len;
+    struct dirent     *e;
+    mc_rewind_fact_t  *f;
+
+    *facts = NULL;
 
     d = opendir(r->dir);
     if (d == NULL) {
@@ -488,6 +560,7 @@ mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts, int max)
     }
 
     n = 0;
+    max = 0;
 
     while ((e = readdir(d)) != NULL) {
         len = strlen(e->d_name);
@@ -499,39 +572,171 @@ mc_rewind_read_all(mc_rewind_t *r, mc_rewind_fact_t *facts, int max)
         }
 
         if (n == max) {
-            mc_log(MC_LOG_ERROR, "state %s: more than %d worker files; "
-                   "remove those of workers long gone", r->dir, max);
-            closedir(d);
-            return -1;
+            max = max != 0 ? max * 2 : 16;
+            f = realloc(*facts, max * sizeof(mc_rewind_fact_t));
+            if (f == NULL) {
+                mc_log(MC_LOG_ERROR, "state %s: out of memory for %d files",
+                       r->dir, n);
+                goto failed;
+            }
+
+            *facts = f;
         }
 
-        snprintf(facts[n].path, sizeof(facts[n].path), "%s/%s", r->dir,
-                 e->d_name);
+        f = &(*facts)[n];
+        memset(f, 0, sizeof(*f));
+        snprintf(f->path, sizeof(f->path), "%s/%s", r->dir, e->d_name);
 
-        f = fopen(facts[n].path, "re");
-        got = f != NULL
-              ? fscanf(f, "%31s %d %" SCNd64 " %d",
-                       facts[n].system_identifier, &facts[n].timeline,
-                       &facts[n].credit, &facts[n].attempts)
-              : -1;
-        if (f != NULL) {
-            fclose(f);
+        switch (mc_rewind_read_one(f)) {
+
+        case 0:
+            n++;
+            break;
+
+        case 1:
+            /* pruned by another worker between readdir() and open() */
+            break;
+
+        default:
+            goto failed;
         }
-
-        if (got != 4) {
-            mc_log(MC_LOG_ERROR, "state %s: not \"<system identifier> "
-                   "<timeline> <credit> <attempts>\"; nothing is claimed "
-                   "until a person fixes or removes it", facts[n].path);
-            closedir(d);
-            return -1;
-        }
-
-        n++;
     }
 
     closedir(d);
 
     return n;
+
+failed:
+
+    closedir(d);
+    free(*facts);
+    *facts = NULL;
+
+    return -1;
+}
+
+
+/* 0, 1 if the file is gone, or -1 (logged) */
+static int
+mc_rewind_read_one(mc_rewind_fact_t *fact)
+{
+    int          got;
+    FILE        *f;
+    struct stat  st;
+
+    f = fopen(fact->path, "re");
+    if (f == NULL && errno == ENOENT) {
+        return 1;
+    }
+
+    got = -1;
+
+    if (f != NULL) {
+        got = fstat(fileno(f), &st) == 0
+              ? fscanf(f, "%31s %d %" SCNd64 " %d",
+                       fact->system_identifier, &fact->timeline,
+                       &fact->credit, &fact->attempts)
+              : -1;
+        fact->mtime = st.st_mtim;
+        fclose(f);
+    }
+
+    if (got != 4) {
+        mc_log(MC_LOG_ERROR, "state %s: not \"<system identifier> "
+               "<timeline> <credit> <attempts>\"; nothing is claimed "
+               "until a person fixes or removes it", fact->path);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * After a check found the database holding every claim kept: the files
+ * of this host's default-named workers whose process is gone, except
+ * this worker's own and the newest.  A live worker's file stays (it may
+ * be writing it now: a claim is written without the lock); a file that
+ * is not removed is only read again.
+ */
+static void
+mc_rewind_prune(mc_rewind_t *r, mc_rewind_fact_t *facts, int n)
+{
+    int  i, newest, pruned;
+
+    newest = -1;
+
+    for (i = 0; i < n; i++) {
+        if (newest < 0
+            || facts[i].mtime.tv_sec > facts[newest].mtime.tv_sec
+            || (facts[i].mtime.tv_sec == facts[newest].mtime.tv_sec
+                && facts[i].mtime.tv_nsec > facts[newest].mtime.tv_nsec))
+        {
+            newest = i;
+        }
+    }
+
+    pruned = 0;
+
+    for (i = 0; i < n; i++) {
+        if (i == newest || strcmp(facts[i].path, r->file) == 0
+            || !mc_rewind_gone(r, facts[i].path))
+        {
+            continue;
+        }
+
+        if (unlink(facts[i].path) != 0) {
+            if (errno != ENOENT) {
+                mc_log(MC_LOG_WARN, "state %s: %s", facts[i].path,
+                       strerror(errno));
+            }
+            continue;
+        }
+
+        pruned++;
+    }
+
+    if (pruned > 0) {
+        (void) mc_rewind_sync_dir(r->file);
+        mc_log(MC_LOG_INFO, "state %s: removed %d file%s of workers gone, "
+               "whose claims the database holds", r->dir, pruned,
+               pruned == 1 ? "" : "s");
+    }
+}
+
+
+/* the file is of a default-named worker of this host no longer running */
+static int
+mc_rewind_gone(mc_rewind_t *r, const char *path)
+{
+    char        *end;
+    size_t       len;
+    const char  *name, *digits;
+    long         pid;
+
+    name = strrchr(path, '/');
+    name = name != NULL ? name + 1 : path;
+    len = strlen(r->host_prefix);
+
+    if (strncmp(name, r->host_prefix, len) != 0) {
+        return 0;
+    }
+
+    digits = name + len;
+    if (!isdigit((unsigned char) digits[0])) {
+        return 0;
+    }
+
+    errno = 0;
+    pid = strtol(digits, &end, 10);
+    if (errno != 0 || strcmp(end, ".state") != 0 || pid <= 0
+        || pid > INT32_MAX)
+    {
+        return 0;
+    }
+
+    /* EPERM: it runs, as someone else */
+    return kill((pid_t) pid, 0) != 0 && errno == ESRCH;
 }
 
 
@@ -562,7 +767,7 @@ mc_rewind_write(const char *path, const char *sysid, int timeline,
     int64_t credit, int attempts)
 {
     int    fd, ok;
-    char   tmp[800], dir[800], buf[MC_REWIND_RECORD], *slash;
+    char   tmp[800], buf[MC_REWIND_RECORD];
 
     if (mc_rewind_record(buf, sysid, timeline, credit, attempts) != 0) {
         return -1;
@@ -585,6 +790,39 @@ mc_rewind_write(const char *path, const char *sysid, int timeline,
         unlink(tmp);
         return -1;
     }
+
+    return mc_rewind_sync_dir(path);
+}
+
+
+/* <dir>/worker-<name>.state, the name with [^A-Za-z0-9.-] as '_' */
+static void
+mc_rewind_file_name(char *buf, size_t size, const char *dir,
+    const char *worker)
+{
+    char    name[160];
+    size_t  i;
+
+    snprintf(name, sizeof(name), "%s", worker);
+    for (i = 0; name[i] != '\0'; i++) {
+        if (!isalnum((unsigned char) name[i]) && name[i] != '.'
+            && name[i] != '-')
+        {
+            name[i] = '_';
+        }
+    }
+
+    snprintf(buf, size, "%s%sworker-%s.state", dir, dir[0] ? "/" : "",
+             name);
+}
+
+
+/* the directory of path synced: a name made or removed is durable */
+static int
+mc_rewind_sync_dir(const char *path)
+{
+    int    fd, ok;
+    char   dir[800], *slash;
 
     snprintf(dir, sizeof(dir), "%s", path);
     slash = strrchr(dir, '/');

@@ -31,6 +31,7 @@ typedef enum {
 typedef struct {
     char   dir[512];
     char   file[768];                 /* this worker's */
+    char   host_prefix[192];          /* worker-<this host>_ */
     char   system_identifier[32];     /* as last checked */
     int    timeline;
 
@@ -55,9 +56,18 @@ typedef struct {
 void mc_rewind_init(mc_rewind_t *r, const char *dir, const char *worker);
 
 /*
+ * At start: the directory can hold this worker's claims (it is one, a
+ * file can be made and synced in it); 0, or -1 with the reason on
+ * standard error.
+ */
+int mc_rewind_open(mc_rewind_t *r);
+
+/*
  * Compares the database with every worker's file in the directory (under
  * a lock).  On a rewind, every pending credit is made unknown for lookup
- * first, and the files are brought back in line with the database.
+ * first, and the files are brought back in line with the database; when
+ * the database holds every claim, the files of this host's workers that
+ * are gone are removed (all but the newest).
  */
 mc_rewind_rc_e mc_rewind_check(mc_rewind_t *r, mc_db_t *db,
     const char *worker, int lease, const mc_alert_config_t *alert);

@@ -45,6 +45,8 @@ sub config {
         %opt,
     );
     mkdir $main{state_dir};
+    # worker_name => '': the default, <host>:<pid>
+    delete $main{worker_name} if $main{worker_name} eq '';
     $main{redis} = '127.0.0.1:' . $sb->redis_port
         if $sb->redis_port && !exists $opt{redis};
     delete $main{redis} if defined $main{redis} && $main{redis} eq '';
