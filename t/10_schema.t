@@ -18,6 +18,7 @@
 use strict;
 use warnings;
 
+use Digest::SHA qw(sha256_hex);
 use File::Copy qw(copy);
 use Test::More;
 
@@ -170,9 +171,14 @@ like($sb->psql(credit_sql(key => 'pi_a', amount => 0), may_fail => 1),
 
 my $credit = $sb->sql1(credit_sql(key => 'pi_a'));
 ok($credit, 'a credit matching its deposit is created');
-like($sb->sql1("SELECT reference FROM mt5credit.mt5_credit "
-               . "WHERE id = $credit"), qr/^dep:$credit$/,
-     'its MT5 reference is dep:<credit id>');
+is($sb->sql1("SELECT reference FROM mt5credit.mt5_credit "
+             . "WHERE id = $credit"), 'dep:' . substr(sha256_hex('stripe:pi_a'),
+                                                      0, 18),
+   "its MT5 reference is its payment's: dep:<sha256(provider:payment)>, "
+   . '18 hex digits, the same on any timeline (066)');
+like($sb->psql("UPDATE mt5credit.mt5_credit SET reference_form = 3 "
+               . "WHERE id = $credit", may_fail => 1),
+     qr/check constraint/, 'a reference form is 1 (numbered) or 2, no other');
 
 like($sb->psql(credit_sql(key => 'pi_b'), may_fail => 1),
      qr/mt5_credit_one_per_deposit/, 'a second payment cannot credit the same deposit');

@@ -119,6 +119,14 @@ sub credits {
     return [ map { my %c; @c{@CREDIT} = @$_; \%c } @$rows ];
 }
 
+# a payment's credit reference (066): its kind's prefix and 18 hex digits
+# of sha256("<provider>:<provider payment id>")
+sub payment_ref {
+    my ($prefix, $c) = @_;
+    return "$prefix:" . substr(sha256_hex("$c->{provider}:"
+                                          . $c->{provider_payment_id}), 0, 18);
+}
+
 sub count {
     my ($table, $where) = @_;
     return $sb->sql1("SELECT count(*) FROM mt5credit.$table"
@@ -203,7 +211,8 @@ is_deeply([ @{ $c->[0] }{qw(mt5_server mt5_login amount_minor currency
                             paid_amount_minor paid_currency fx_rate)} ],
           [ 'live1', 1001, 50000, 'USD', 50000, 'USD', '' ],
           'paid: login, server, amount and currency are the deposit\'s');
-is($c->[0]{reference}, "dep:$credit123", 'paid: reference is dep:<credit id>');
+is($c->[0]{reference}, 'dep:' . substr(sha256_hex('stripe:pi_3QxTestIntent000001'), 0, 18),
+   "paid: reference is the payment's, dep:<sha256(stripe:<payment>), 18 hex>");
 
 my $hist = $sb->psql("SELECT coalesce(from_status, 'NULL'), to_status, "
                      . "actor FROM mt5credit.credit_history "
@@ -503,7 +512,8 @@ for my $bad ([ 'a float amount (50000.5)', '50000.5' ],
                 50000, 'pending' ],
               'refund: a pending debit of 50000 USD on the same login, '
               . 'linked to the original credit');
-    is($c->[0]{reference}, "rfd:$c->[0]{id}", 'refund: reference rfd:<id>');
+    is($c->[0]{reference}, payment_ref('rfd', $c->[0]),
+       "refund: reference rfd:<its payment's 18 hex digits>");
     is($r->{credit}, $c->[0]{id}, 'refund: ingest() returns its id');
 
     is(ingest($body)->{outcome}, 'duplicate',
@@ -720,8 +730,8 @@ SQL
                                        amount_minor currency)} } @$c ],
               [ "debit $orig 50000 USD" ],
               'funds_withdrawn: one chargeback debit of the payment');
-    is($c->[0]{reference}, "cbk:$c->[0]{id}", 'chargeback: reference '
-       . 'cbk:<id>');
+    is($c->[0]{reference}, payment_ref('cbk', $c->[0]),
+       "chargeback: reference cbk:<its payment's 18 hex digits>");
 
     my $closed = ingest(stripe_event(type => 'charge.dispute.closed',
                                      pi => 'pi_dispute_1',
@@ -763,8 +773,8 @@ SQL
               [ "debit $orig 50000", "credit $orig 50000" ],
               'reinstated: a chargeback credit of the same amount, linked '
               . 'to the payment');
-    is($c->[1]{reference}, "cbr:$c->[1]{id}", 'reinstated: reference '
-       . 'cbr:<id>');
+    is($c->[1]{reference}, payment_ref('cbr', $c->[1]),
+       "reinstated: reference cbr:<its payment's 18 hex digits>");
 
     my $won = ingest(stripe_event(type => 'charge.dispute.closed',
                                   pi => 'pi_dispute_won', dispute => 'du_won',
@@ -898,8 +908,9 @@ SQL
        "succeeded $credit pi_once credit:$credit",
        '... and the deposit\'s history says which credit and payment paid it');
     is($sb->sql1("SELECT reference FROM mt5credit.mt5_credit WHERE id = "
-                 . "$credit"), "dep:$credit",
-       '... under its reference dep:<id>');
+                 . "$credit"),
+       'dep:' . substr(sha256_hex('stripe:pi_once'), 0, 18),
+       "... under its payment's reference");
 
     # an event that ends otherwise is rewritten as it ended, its drawn id
     # left as a gap

@@ -171,7 +171,7 @@ for my $executed (1, 0) {
     $sb->psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
               . "WHERE usename = 'worker'");
     $sim->clear_faults;
-    ok(Mt5Credit::Worker::wait_for(sub { @{ $st->deals_with("dep:$id") } == 1 },
+    ok(Mt5Credit::Worker::wait_for(sub { @{ $st->deals_of($id) } == 1 },
                                    10), 'database cut: the deal was made');
     ok($st->wait_status($id, 'done', 40),
        'and found by its reference after the lease: done');
@@ -231,6 +231,7 @@ for my $kind (qw(partial_page empty_page bad_total)) {
 {
     $sim->fault(kind => 'drop_before', endpoint => '/api/trade/balance');
     my $id = $st->pay(login => 70001, amount => 9999);
+    my $ref = $st->ref_of($id);
     ok($st->wait_status($id, 'unknown', 15), 'dropped before executing: unknown');
 
     # someone books the same reference with another amount by hand
@@ -238,15 +239,15 @@ for my $kind (qw(partial_page empty_page bad_total)) {
                                                ca => $sim->ca_file);
     is($c->auth->{retcode}, 0, '(a manager logs in directly)');
     my $r = $c->call('/api/trade/balance', login => 70001, type => 2,
-                     balance => '1.00', comment => "dep:$id");
-    like($r->{body}, qr/"0 Done"/, '(and books dep:' . $id . ' for 1.00)');
+                     balance => '1.00', comment => $ref);
+    like($r->{body}, qr/"0 Done"/, "(and books $ref for 1.00)");
     $c->close;
 
     ok(Mt5Credit::Worker::wait_for(sub {
            grep { $_ eq 'deal_conflict' } @{ $st->cases_of($id) } }, 30),
        'the reference with another amount: a deal_conflict case');
     is($st->status_of($id), 'unknown', 'the credit stays unknown');
-    is(scalar @{ $st->deals_with("dep:$id") }, 1,
+    is(scalar @{ $st->deals_of($id) }, 1,
        'and no second deal was made to "fix" it');
 
     # two people settle it: its own deal was never made (032)
@@ -260,7 +261,7 @@ for my $kind (qw(partial_page empty_page bad_total)) {
     ($rc, $out) = Mt5Credit::Worker::run($sb, 'cases', '--database',
         "$db user=ops_alice", 'propose', $case, '--action', 'settle_failed',
         '--note', 'the 1.00 deal was booked by hand; ours never ran',
-        '--evidence', "MT5 deals of 70001 for dep:$id: one, 1.00, by a dealer");
+        '--evidence', "MT5 deals of 70001 for $ref: one, 1.00, by a dealer");
     my ($proposal) = $out =~ /proposal (\d+) made/;
     ok($proposal, '... with evidence, proposed') or diag $out;
     is($st->status_of($id), 'unknown', '... nothing moves on one person');
@@ -269,11 +270,11 @@ for my $kind (qw(partial_page empty_page bad_total)) {
     is($rc, 0, 'another person approves') or diag $out;
     is($st->status_of($id), 'failed', '... the credit is failed');
 
-    my $alerts = () = $st->worker_log('w1') =~ /ALERT.*dep:$id\b/g;
+    my $alerts = () = $st->worker_log('w1') =~ /ALERT.*\Q$ref\E\b/g;
     sleep 5;     # several resolve_retry periods
-    is(scalar(() = $st->worker_log('w1') =~ /ALERT.*dep:$id\b/g), $alerts,
+    is(scalar(() = $st->worker_log('w1') =~ /ALERT.*\Q$ref\E\b/g), $alerts,
        '... and never looked up or alerted again');
-    is(scalar @{ $st->deals_with("dep:$id") }, 1, '... no deal was made');
+    is(scalar @{ $st->deals_of($id) }, 1, '... no deal was made');
 }
 
 # --- the reference twice: two people name the credit's own deal (033) ---------------
@@ -288,21 +289,22 @@ for my $kind (qw(partial_page empty_page bad_total)) {
     # the deal is made, its answer lost, and MT5 gives no full list for now
     $sim->fault(kind => 'drop_after', endpoint => '/api/trade/balance');
     my $id = $st->pay(login => 70001, amount => 12345);
+    my $ref = $st->ref_of($id);
     ok($st->wait_status($id, 'unknown', 15), 'executed, answer lost: unknown');
     $sim->fault(kind => 'partial_page', count => 0);
-    my ($ours) = map { $_->{Deal} } @{ $st->deals_with("dep:$id") };
+    my ($ours) = map { $_->{Deal} } @{ $st->deals_of($id) };
 
     # a dealer books the same reference and amount again by hand
     my $c = Mt5Credit::Mt5Sim::Client->new_tls(port => $sim->port,
                                                ca => $sim->ca_file);
     is($c->auth->{retcode}, 0, '(a manager logs in directly)');
     my $r = $c->call('/api/trade/balance', login => 70001, type => 2,
-                     balance => '123.45', comment => "dep:$id");
+                     balance => '123.45', comment => $ref);
     my ($hand) = $r->{body} =~ /"Ticket"\s*:\s*"?(\d+)/;
-    ok($hand, "(and books dep:$id for 123.45 again: deal $hand)");
-    $hand_booked{"dep:$id"} = 1;
+    ok($hand, "(and books $ref for 123.45 again: deal $hand)");
+    $hand_booked{$ref} = 1;
     $r = $c->call('/api/trade/balance', login => 70002, type => 2,
-                  balance => '123.45', comment => "dep:$id");
+                  balance => '123.45', comment => $ref);
     my ($elsewhere) = $r->{body} =~ /"Ticket"\s*:\s*"?(\d+)/;
     ok($elsewhere, "(and once more on login 70002: deal $elsewhere)");
     $c->close;
@@ -350,7 +352,7 @@ for my $kind (qw(partial_page empty_page bad_total)) {
         is($st->status_of($id), 'unknown', "$what: the credit stays unknown");
         is($sb->sql1("SELECT status FROM mt5credit.case WHERE id = $case"),
            'open', "$what: the case is back with a person");
-        like($st->worker_log('w1'), qr/ALERT.*settle_refused.*dep:$id\b/,
+        like($st->worker_log('w1'), qr/ALERT.*settle_refused.*\Q$ref\E\b/,
              "$what: and a person is alerted");
     }
 
@@ -369,11 +371,11 @@ for my $kind (qw(partial_page empty_page bad_total)) {
     is($st->credit($id)->{ticket}, $ours, '... with the ticket two people named');
     is($verdicts->(), 'refused,refused,verified', '... one verdict per request');
 
-    my $alerts = () = $st->worker_log('w1') =~ /ALERT.*dep:$id\b/g;
+    my $alerts = () = $st->worker_log('w1') =~ /ALERT.*\Q$ref\E\b/g;
     sleep 4;     # several resolve_retry periods
-    is(scalar(() = $st->worker_log('w1') =~ /ALERT.*dep:$id\b/g), $alerts,
+    is(scalar(() = $st->worker_log('w1') =~ /ALERT.*\Q$ref\E\b/g), $alerts,
        '... and it is never looked up or alerted again');
-    is(scalar @{ $st->deals_with("dep:$id") }, 3,
+    is(scalar @{ $st->deals_of($id) }, 3,
        '... and no deal was made to "fix" it');
 }
 
@@ -421,7 +423,7 @@ for my $kind (qw(partial_page empty_page bad_total)) {
            !grep { $st->status_of($_) ne 'done' } @ids }, 60),
        '20 credits, 3 workers racing: all done');
     is(balance_calls() - $calls, 20, 'with exactly 20 balance calls');
-    is(scalar(grep { @{ $st->deals_with("dep:$_") } == 1 } @ids), 20,
+    is(scalar(grep { @{ $st->deals_of($_) } == 1 } @ids), 20,
        'one deal per credit');
     $st->stop_worker("race$_") for 1 .. 3;
     $st->start_worker('w1', %fast);

@@ -99,12 +99,12 @@ ok(Mt5Credit::Worker::wait_for(sub {
        !grep { $st->status_of($_) ne 'done' } @one, @two }, 60),
    '20 credits on two MT5 servers, three workers: all done');
 
-is(scalar(grep { @{ $st->deals_with("dep:$_") } == 1 } @one), 10,
+is(scalar(grep { @{ $st->deals_of($_) } == 1 } @one), 10,
    'every live1 credit is one deal on live1');
-is(scalar(grep { my $r = "dep:$_"; grep { $_->{Comment} eq $r }
+is(scalar(grep { my $r = $st->ref_of($_); grep { $_->{Comment} eq $r }
                  @{ $live2->ledger->{deals} } } @one), 0,
    'and none of them reached live2 (where login 70001 exists too)');
-is(scalar(grep { my $r = "dep:$_";
+is(scalar(grep { my $r = $st->ref_of($_);
                  (grep { $_->{Comment} eq $r && $_->{Login} eq '71001' }
                   @{ $live2->ledger->{deals} }) == 1 } @two), 10,
    'every live2 credit is one deal on live2, login 71001');
@@ -133,7 +133,7 @@ Mt5Credit::Worker::stop($sb, $_) for qw(ops1 ops2 ops3);
     my ($rc, $out) = Mt5Credit::Worker::run($sb, 'resolve', '-c', $c1);
     is($rc, 0, 'mt5credit resolve runs one round and exits 0');
     is($st->status_of($id), 'done', 'and the deal it found is recorded');
-    is(scalar @{ $st->deals_with("dep:$id") }, 1, 'one deal');
+    is(scalar @{ $st->deals_of($id) }, 1, 'one deal');
 }
 
 {

@@ -52,7 +52,7 @@ ok(Mt5Credit::Worker::wait_for(sub {
        defined $case && $case ne '' }, 15),
    'a deal made under the lost lease opens an orphan_deal case at once');
 
-my $deals = $st->deals_with("dep:$id");
+my $deals = $st->deals_of($id);
 is(scalar @$deals, 1, 'MT5 has the one deal');
 is($case, "critical $deals->[0]{Deal} 1",
    '... critical, naming the orphan ticket and the attempt');
@@ -63,7 +63,7 @@ like(Mt5Credit::Worker::log_of($sb, 'w1'),
 ok($st->wait_status($id, 'done', 30),
    'the resolver then finds that deal: done');
 is($st->credit($id)->{ticket}, $deals->[0]{Deal}, '... with its ticket');
-is(scalar @{ $st->deals_with("dep:$id") }, 1, 'never a second deal');
+is(scalar @{ $st->deals_of($id) }, 1, 'never a second deal');
 is($sb->sql1("SELECT status FROM mt5credit.case WHERE credit_id = $id "
              . "AND kind = 'orphan_deal'"), 'open',
    'the case stays open for a person');

@@ -48,7 +48,8 @@ sub balance_calls { $sim->stats->{endpoints}{'/api/trade/balance'}{executed} // 
 $st->start_worker('w0', %fast);
 my $legacy = $st->pay(login => 74801, amount => 1111);
 ok($st->wait_status($legacy, 'done', 15), 'untagged database: a credit is done');
-is(comments_of("dep:$legacy"), "dep:$legacy", '... its deal says dep:N, as ever');
+is(comments_of($st->ref_of($legacy)), $st->ref_of($legacy),
+   '... its deal says its reference, untagged, as ever');
 
 $sim->fault(kind => 'drop_after', endpoint => '/api/trade/balance');
 my $old = $st->pay(login => 74801, amount => 2222);
@@ -98,13 +99,14 @@ $st->start_worker('w1', %fast, deployment_tag => 'prod');
 
 ok($st->wait_status($old, 'done', 20),
    'the credit made before the tag is found, under its untagged comment');
-is(comments_of("dep:$old"), "dep:$old", '... and made once');
+is(comments_of($st->ref_of($old)), $st->ref_of($old), '... and made once');
 
 my $new = $st->pay(login => 74801, amount => 3333);
 ok($st->wait_status($new, 'done', 15), 'a credit made after the tag is done');
-is(comments_of("dep:$new"), "prod:dep:$new", '... its deal says prod:dep:N');
-is($st->credit($new)->{reference}, "dep:$new",
-   '... while its reference stays dep:N');
+is(comments_of($st->ref_of($new)), 'prod:' . $st->ref_of($new),
+   '... its deal says prod:<its reference>');
+like($st->credit($new)->{reference}, qr/^dep:[0-9a-f]{18}$/,
+   '... while its reference stays untagged');
 
 # another deployment's deals with this credit's reference
 {
@@ -114,7 +116,7 @@ is($st->credit($new)->{reference}, "dep:$new",
     my $c = Mt5Credit::Mt5Sim::Client->new_tls(port => $sim->port,
                                                ca => $sim->ca_file);
     is($c->auth->{retcode}, 0, '(another deployment\'s manager logs in)');
-    for my $comment ("dep:$id", "stg:dep:$id") {
+    for my $comment ($st->ref_of($id), 'stg:' . $st->ref_of($id)) {
         my $r = $c->call('/api/trade/balance', login => 74801, type => 2,
                          balance => '44.44', comment => $comment);
         like($r->{body}, qr/"0 Done"/, "(and books $comment for 44.44)");
@@ -123,12 +125,13 @@ is($st->credit($new)->{reference}, "dep:$new",
     $sim->clear_faults;
 
     ok($st->wait_status($id, 'done', 30), 'the credit ends done');
-    my ($ours) = grep { $_->{Comment} eq "prod:dep:$id" }
+    my ($ours) = grep { $_->{Comment} eq 'prod:' . $st->ref_of($id) }
                  @{ $sim->ledger->{deals} };
     ok($ours, '... made once under its own comment');
     is($st->credit($id)->{ticket}, $ours && $ours->{Deal},
        '... and recorded with that deal, never another deployment\'s');
-    is(comments_of("dep:$id"), "dep:$id,prod:dep:$id,stg:dep:$id",
+    is(comments_of($st->ref_of($id)),
+       join(',', map { $_ . $st->ref_of($id) } '', 'prod:', 'stg:'),
        '... one deal of each deployment');
 }
 

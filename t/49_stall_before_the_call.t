@@ -50,7 +50,7 @@ $st->start_worker('w1', call_timeout => 3, lease => 14, settle_margin => 1);
 
 ok($st->wait_status($id, 'done', 60), 'the credit is done in the end');
 is(balance_requests(), 1, 'MT5 received exactly one balance call');
-is(scalar @{ $st->deals_with("dep:$id") }, 1, '... and holds one deal');
+is(scalar @{ $st->deals_of($id) }, 1, '... and holds one deal');
 like($st->worker_log('w1'),
      qr/credit=$id\b.*too little lease left for the call/,
      'the stalled claim was released before the call, saying why');
@@ -63,7 +63,7 @@ is($st->credit($id)->{attempts}, 2, '... under the second claim');
 my $made = $sb->sql1("SELECT extract(epoch FROM max(at))::bigint FROM "
                      . "mt5credit.credit_history WHERE credit_id = $id "
                      . "AND to_status = 'claimed'");
-my $deal = $st->deals_with("dep:$id")->[0];
+my $deal = $st->deals_of($id)->[0];
 my $offset = 60 * $sim->control(GET => '/control/time')->{offset_minutes};
 cmp_ok($deal->{Time} - $offset, '<=', $made + 14,
        'the deal is no later than the lease of the claim that made it');
@@ -100,7 +100,7 @@ $st->stop_worker('w1');
     $st->start_worker('w3', call_timeout => 3, lease => 14, settle_margin => 1);
     ok($st->wait_status($id2, 'done', 90), 'the credit ends done');
     is(balance_requests() - $calls, 1, 'MT5 received one balance call for it');
-    my $deals = $st->deals_with("dep:$id2");
+    my $deals = $st->deals_of($id2);
     is(scalar @$deals, 1, '... one deal');
     is($st->credit($id2)->{ticket}, $deals->[0]{Deal},
        '... the one recorded');
@@ -159,7 +159,7 @@ my ($id5, $id6);
     like($st->worker_log('w4'),
          qr/^shim: claim fdatasync: on disk\n(?:.*\n)*?.*credit=$id4\b.*trade\/balance/m,
          '... and its balance call left after that flush ended');
-    is(scalar @{ $st->deals_with("dep:$id4") }, 1, '... one deal');
+    is(scalar @{ $st->deals_of($id4) }, 1, '... one deal');
     $st->stop_worker('w4');
 }
 
@@ -187,7 +187,7 @@ my ($id5, $id6);
     start_shimmed('w6', MC_SHIM_CLAIM_SYNC_MS => 12000);
     ok($st->wait_status($id5, 'done', 60),
        'stalled disk: the credit released above is its first claim, made');
-    is(scalar @{ $st->deals_with("dep:$id5") }, 1, '... one deal');
+    is(scalar @{ $st->deals_of($id5) }, 1, '... one deal');
 
     my $calls = balance_requests();
     $id6 = $st->pay(login => 74901, amount => 4908);
@@ -202,7 +202,7 @@ my ($id5, $id6);
 # a worker with a disk that works makes the released credit, once
 $st->start_worker('w7', call_timeout => 3, lease => 14, settle_margin => 1);
 ok($st->wait_status($id6, 'done', 60), 'the stalled claim is made in the end');
-is(scalar @{ $st->deals_with("dep:$id6") }, 1, '... one deal');
+is(scalar @{ $st->deals_of($id6) }, 1, '... one deal');
 $st->stop_worker('w7');
 
 is_deeply([ $sb->log_problems ], [], 'nginx logged no alert or crash');

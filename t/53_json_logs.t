@@ -42,12 +42,12 @@ is(scalar(grep { ($_->{program} // '') eq 'mt5credit-work'
 my ($made) = grep { ($_->{credit} // '') eq $credit && ($_->{login} // '') }
              @objects;
 ok($made, "a line about credit $credit, with it as a field") or diag $out;
-is($made->{ref}, "dep:$credit", '... its ref');
+is($made->{ref}, $st->ref_of($credit), '... its ref');
 is($made->{login}, '70901', '... its login');
 my ($deal) = grep { ($_->{credit} // '') eq $credit && ($_->{msg} // '') =~ /deal/ }
              @objects;
 ok($deal, '... and the line of its deal') or diag $out;
-is($deal->{ref}, "dep:$credit", '... whose ref carries no trailing colon');
+is($deal->{ref}, $st->ref_of($credit), '... whose ref carries no trailing colon');
 
 my $bad = $sb->write_file('bad-format.conf',
     "database = \"host=127.0.0.1\"\nlog_format = xml\n");

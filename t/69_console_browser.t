@@ -285,7 +285,7 @@ is($st->status_of($credit), 'pending', '... the credit is re-queued');
 
 $st->start_worker('w1');
 ok($st->wait_status($credit, 'done'), 'the worker makes the deal');
-is(scalar @{ $st->deals_with("dep:$credit") }, 1, '... once');
+is(scalar @{ $st->deals_of($credit) }, 1, '... once');
 $st->stop_worker('w1');
 
 # --- a withdrawal: ann prepares, ben approves the digest he is shown -----------

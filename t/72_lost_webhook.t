@@ -132,8 +132,8 @@ my $ids = $sb->psql("SELECT c.id FROM mt5credit.mt5_credit c JOIN "
                     . "WHERE d.reference IN ('$kept', '$lost') ORDER BY c.id");
 for my $row (@$ids) {
     ok($st->wait_status($row->[0], 'done'), "credit $row->[0] is made");
-    is(scalar @{ $st->deals_with("dep:$row->[0]") }, 1,
-       "... one deal for dep:$row->[0]");
+    is(scalar @{ $st->deals_of($row->[0]) }, 1,
+       "... one deal for credit $row->[0]");
 }
 Mt5Credit::Worker::stop($sb, 'w1');
 

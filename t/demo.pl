@@ -246,7 +246,7 @@ printf "    %-8s %-7s %-10s %s\n", @$_{qw(Deal Login Profit Comment)}
     for @{ $sim->ledger->{deals} };
 print "  MT5 balances: ", join(', ', map { "$_->{login} $_->{balance}" }
                                @{ $sim->ledger->{accounts} }), "\n";
-print "  history of dep:1: ", join(' ', map { "$_->[0]>$_->[1]" } @{ $sb->psql(
+print "  history of credit 1: ", join(' ', map { "$_->[0]>$_->[1]" } @{ $sb->psql(
     "SELECT coalesce(from_status, '-'), to_status FROM "
     . "mt5credit.credit_history WHERE credit_id = 1 ORDER BY id") }), "\n";
 

@@ -22,12 +22,15 @@ struct mc_db_s {
 };
 
 
+/* mc_db_item() reads them by position; a pick may add its own after */
 #define MC_DB_ITEM_COLUMNS                                                   \
     "id, attempts, kind, direction, reference, mt5_server, mt5_login, "      \
     "amount_minor, currency, currency_digits, client_id, owner_ok, "         \
     "extract(epoch FROM created_at)::bigint, "                               \
     "extract(epoch FROM claimed_at)::bigint, coalesce(lease_ms_left, 0), "  \
-    "coalesce(settle_ticket, 0)"
+    "coalesce(settle_ticket, 0), "                                           \
+    "coalesce(extract(epoch FROM look_from)::bigint, 0)"
+#define MC_DB_ITEM_NCOLUMNS  17
 
 
 static PGresult *mc_db_exec(mc_db_t *db, const char *sql, int n,
@@ -199,6 +202,7 @@ mc_db_item(PGresult *res, int row, mc_work_item_t *w)
     w->claimed_at = strtoll(PQgetvalue(res, row, 13), NULL, 10);
     w->lease_ms_left = strtoll(PQgetvalue(res, row, 14), NULL, 10);
     w->settle_ticket = strtoull(PQgetvalue(res, row, 15), NULL, 10);
+    w->look_from = strtoll(PQgetvalue(res, row, 16), NULL, 10);
 }
 
 
@@ -627,7 +631,9 @@ mc_db_resolve_claim(mc_db_t *db, const char *const *servers, int nservers,
 
         for (i = 0; i < rows; i++) {
             mc_db_item(res, i, &(*items)[i]);
-            (*items)[i].db_now = strtoll(PQgetvalue(res, i, 16), NULL, 10);
+            (*items)[i].db_now = strtoll(PQgetvalue(res, i,
+                                                     MC_DB_ITEM_NCOLUMNS),
+                                         NULL, 10);
         }
     }
 

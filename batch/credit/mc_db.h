@@ -28,7 +28,7 @@ typedef struct {
     int        attempts;          /* the lease token */
     char       kind[16];          /* deposit, refund, chargeback */
     char       direction[8];      /* credit, debit */
-    char       reference[32];     /* dep:<id>, the MT5 comment */
+    char       reference[32];     /* the MT5 comment: [<tag>:]dep:<...> */
     char       server[64];
     uint64_t   login;
     int64_t    amount_minor;      /* > 0; the sign comes from direction */
@@ -43,6 +43,10 @@ typedef struct {
                                      clock then, unix seconds */
     uint64_t   settle_ticket;     /* unknown only: the deal two people
                                      named, for the worker to verify (033);
+                                     0: none */
+    int64_t    look_from;         /* a lookup starts here when earlier
+                                     than a lookback before created_at:
+                                     a rewind's lost timeline (066);
                                      0: none */
 } mc_work_item_t;
 

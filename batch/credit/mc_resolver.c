@@ -138,11 +138,14 @@ mc_resolve_one(mc_worker_t *w, mc_work_item_t *it)
     }
 
     /*
-     * The credit's whole life, from a lookback before it was created to
-     * the pick, both by the database's clock (this host's may be off),
+     * The credit's whole life, from a lookback before it was created (or
+     * before the lost timeline of a rewind, which may have made its deal)
+     * to the pick, both by the database's clock (this host's may be off),
      * in server time under any offset it may have had meanwhile.
      */
-    from = it->created_at - w->cfg->lookback
+    from = (it->look_from != 0 && it->look_from < it->created_at
+            ? it->look_from : it->created_at)
+           - w->cfg->lookback
            + (offset < MC_RESOLVER_OFFSET_MIN ? offset
                                               : MC_RESOLVER_OFFSET_MIN);
     to = it->db_now + MC_RESOLVER_SLACK

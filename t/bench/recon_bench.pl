@@ -108,14 +108,16 @@ SELECT i, 'bench', 'bench-key-' || i, 'stripe', 'live1', 80000 + i % $L,
        to_timestamp($ws + 10 + floor(i * $step))
 FROM generate_series(1, $N) i;
 
+-- numbered references (reference_form 1, as before 066): the planted
+-- deals below name credits by their number
 INSERT INTO mt5credit.mt5_credit (id, kind, direction, deposit_id, provider,
     provider_payment_id, mt5_server, mt5_login, amount_minor, currency,
     paid_amount_minor, paid_currency, status, mt5_deal_ticket, attempts,
-    created_at, updated_at)
+    reference_form, created_at, updated_at)
 OVERRIDING SYSTEM VALUE
 SELECT i, 'deposit', 'credit', i, 'stripe', 'pi_bench_' || i, 'live1',
        80000 + i % $L, 1000 + (i % 97) * 100, 'USD', 1000 + (i % 97) * 100,
-       'USD', 'done', 1000000 + i, 1,
+       'USD', 'done', 1000000 + i, 1, 1,
        to_timestamp($ws + 10 + floor(i * $step)),
        to_timestamp($ws + 10 + floor(i * $step))
 FROM generate_series(1, $N) i;
@@ -134,11 +136,11 @@ FROM generate_series($N + 1, $N + $T) i;
 INSERT INTO mt5credit.mt5_credit (id, kind, direction, deposit_id, provider,
     provider_payment_id, mt5_server, mt5_login, amount_minor, currency,
     paid_amount_minor, paid_currency, status, mt5_deal_ticket, attempts,
-    created_at, updated_at)
+    reference_form, created_at, updated_at)
 OVERRIDING SYSTEM VALUE
 SELECT i, 'deposit', 'credit', i, 'stripe', 'pi_bench_' || i, 'live1',
        80000 + i % $L, 1000 + (i % 97) * 100, 'USD', 1000 + (i % 97) * 100,
-       'USD', 'done', 1000000 + i, 1,
+       'USD', 'done', 1000000 + i, 1, 1,
        to_timestamp($ws - 86400 + 10 + floor((i - $N) * 86000.0 / $T)),
        to_timestamp($ws - 86400 + 10 + floor((i - $N) * 86000.0 / $T))
 FROM generate_series($N + 1, $N + $T) i;

@@ -155,7 +155,7 @@ sub webhook_latency {
         my ($id) = $res->{body} =~ /"credit":(\d+)/ or next;
         Mt5Credit::Worker::wait_for(sub {
             $st->status_of($id) eq 'done' }, 30);
-        $sent{"dep:$id"} = $t0;
+        $sent{ $st->ref_of($id) } = $t0;
     }
     $st->stop_worker('lat');
     # the deals' times from one read of the simulator's journal: read for

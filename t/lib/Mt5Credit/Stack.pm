@@ -141,6 +141,15 @@ sub deals_with {
              @{ $self->{sim}->ledger->{deals} } ];
 }
 
+# A credit's reference (its MT5 comment, untagged) and the deals under it.
+sub ref_of {
+    my ($self, $id) = @_;
+    return $self->{sb}->sql1("SELECT reference FROM mt5credit.mt5_credit "
+                             . "WHERE id = $id");
+}
+
+sub deals_of { $_[0]->deals_with($_[0]->ref_of($_[1])) }
+
 sub cases_of {
     my ($self, $credit) = @_;
     return [ map { $_->[0] } @{ $self->{sb}->psql(
