@@ -57,7 +57,7 @@ ok(defined $cbr, 'the won dispute makes a reinstatement');
 sleep 4;     # several worker rounds
 is($st->status_of($cbr), 'pending',
    'the reinstatement is never claimed while its debit is failed');
-is(scalar @{ $st->deals_with("cbr:$cbr") }, 0, '... no deal gives it back');
+is(scalar @{ $st->deals_of($cbr) }, 0, '... no deal gives it back');
 is($sb->sql1("SELECT severity || ' ' || (details->>'failed') FROM "
              . "mt5credit.case WHERE credit_id = $cbr AND kind = "
              . "'reinstatement_after_failed_debit'"), "high $cbk",
@@ -83,7 +83,7 @@ $st->start_worker('w1', call_timeout => 1, lease => 8);
 ok($st->wait_status($cbr2, 'done', 30), 'once the debit is made, the '
    . 'reinstatement is');
 is($st->status_of($cbk2), 'done', '... the debit done');
-my @deals = map { @{ $st->deals_with($_) } } "cbk:$cbk2", "cbr:$cbr2";
+my @deals = map { @{ $st->deals_of($_) } } $cbk2, $cbr2;
 is(scalar @deals, 2, '... one deal each');
 ok($deals[0]{Deal} < $deals[1]{Deal}, '... the debit first');
 is($sb->sql1("SELECT count(*) FROM mt5credit.case WHERE credit_id = $cbr2"),

@@ -333,14 +333,16 @@ ok($keys->{'login_mismatch ' . reference_of('login')}, 'the deal on 70102');
 ok($keys->{'currency_mismatch ' . reference_of('cur')}, 'the EUR deal');
 ok($keys->{'credited_not_settled ' . reference_of('nosettle')},
    'the credit the provider never settled');
-ok($keys->{"debited_not_settled rfd:$rf_c"}, 'the refund never settled');
+ok($keys->{'debited_not_settled ' . $st->ref_of($rf_c)},
+   'the refund never settled');
 ok($keys->{'open_at_cutoff ' . reference_of('pending')}, 'the pending credit');
 ok($keys->{'open_at_cutoff ' . reference_of('unknown')}, 'the unknown credit');
 
 my $clean = join ',', map { reference_of($_) } qw(a b c d cb);
 is($sb->sql1("SELECT count(*) FROM mt5credit.recon_item WHERE run_id = $run "
              . "AND item_key IN ('" . join("','", split /,/, $clean)
-             . "', 'rfd:$rf_a', 'rfd:$rf_d', 'cbk:$cb')"), 0,
+             . "', '" . join("', '", map { $st->ref_of($_) } $rf_a, $rf_d, $cb)
+             . "')"), 0,
    'no clean payment, refund (by id or by amount) or chargeback is a case');
 
 my $summary = counts("SELECT name, n FROM mt5credit.recon_count "

@@ -66,8 +66,6 @@ sub credit_of {
 
 sub count_sql { $sb->sql1("SELECT count(*) FROM $_[0]") }
 
-sub deals { scalar @{ $st->deals_with($_[0]) } }
-
 sub cases_kind {
     count_sql("mt5credit.case WHERE kind = '$_[0]'"
               . ($_[1] ? " AND $_[1]" : ''))
@@ -90,7 +88,7 @@ subtest 'drill 1: the same webhook ten times is one credit, one deal' => sub {
     ok($st->wait_status($id, 'done'), 'one credit, made');
     is(count_sql("mt5credit.mt5_credit WHERE provider_payment_id = "
                  . "'pi_drill_1'"), 1, 'exactly one credit intent');
-    is(deals("dep:$id"), 1, 'exactly one deal');
+    is(scalar @{ $st->deals_of($id) }, 1, 'exactly one deal');
     is(history($id), '->pending pending>claimed claimed>done',
        'history: created, claimed, done, once each');
 };
@@ -112,7 +110,7 @@ subtest 'drill 2: a late failure never moves a deposit backwards' => sub {
     is($sb->sql1("SELECT status FROM mt5credit.deposit WHERE reference = "
                  . "'$ref'"), 'succeeded', 'the deposit stays succeeded');
     is($st->status_of($id), 'done', 'the credit stays done');
-    is(deals("dep:$id"), 1, 'one deal, untouched');
+    is(scalar @{ $st->deals_of($id) }, 1, 'one deal, untouched');
     is(count_sql("mt5credit.deposit_conflict c JOIN mt5credit.deposit d ON "
                  . "d.id = c.deposit_id WHERE d.reference = '$ref'"), 1,
        'the conflict is recorded');
@@ -143,14 +141,14 @@ subtest 'drill 3: a worker killed mid-call is recovered by lookup' => sub {
     $st->webhook(stripe_event(deposit => $ref, amount => 6600,
                               pi => 'pi_drill_3'));
     my $id = credit_of($ref);
-    ok(Mt5Credit::Worker::wait_for(sub { deals("dep:$id") == 1 }, 20),
+    ok(Mt5Credit::Worker::wait_for(sub { scalar @{ $st->deals_of($id) } == 1 }, 20),
        'MT5 executed the deal, the answer hangs');
     $st->kill_worker('w1');
     is($st->status_of($id), 'claimed', 'the worker dies with it claimed');
     $sim->clear_faults;
     $st->start_worker('w1', %fast);
     ok($st->wait_status($id, 'done', 40), 'restarted: found by lookup, done');
-    is(deals("dep:$id"), 1, 'still exactly one deal');
+    is(scalar @{ $st->deals_of($id) }, 1, 'still exactly one deal');
     is($st->credit($id)->{attempts}, 1, 'no second attempt was made');
     like(history($id), qr/claimed>unknown unknown>done$/,
          'history: the expired lease is unknown, then found');
@@ -189,8 +187,8 @@ subtest 'drill 6: a refund delivered twice is one debit' => sub {
     is(count_sql("mt5credit.mt5_credit WHERE original_credit_id = $id"), 1,
        'one refund record');
     ok($st->wait_status($rid, 'done'), 'made');
-    is(deals("rfd:$rid"), 1, 'exactly one debit deal');
-    is($st->deals_with("rfd:$rid")->[0]{Profit}, '-80.00', '... of 80.00');
+    is(scalar @{ $st->deals_of($rid) }, 1, 'exactly one debit deal');
+    is($st->deals_of($rid)->[0]{Profit}, '-80.00', '... of 80.00');
 };
 
 # --- drill 8: the redirect, before and after the webhook ------------------------------
@@ -217,7 +215,7 @@ subtest 'drill 8: the return page only reads' => sub {
     my $id = credit_of($ref);
     ok($st->wait_status($id, 'done'), 'the webhook credits it');
     is($page->(), 'succeeded done t', 'a redirect after it: credited');
-    is(deals("dep:$id"), 1, 'one deal, whatever the page was asked');
+    is(scalar @{ $st->deals_of($id) }, 1, 'one deal, whatever the page was asked');
 };
 
 # --- drill 9: an answer about another login -------------------------------------------
@@ -238,7 +236,7 @@ subtest 'drill 9: an answer about another login never completes a credit' => sub
     is($st->status_of($id), 'unknown', '... and the credit stays unknown');
     $sim->clear_faults;
     ok($st->wait_status($id, 'done', 40), 'a trusted answer later: done');
-    my $d = $st->deals_with("dep:$id");
+    my $d = $st->deals_of($id);
     is(scalar @$d, 1, 'one deal');
     is($d->[0]{Login}, 78002, '... on the right login');
 };

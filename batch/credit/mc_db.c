@@ -43,6 +43,8 @@ static char *mc_db_json(json_t *detail);
 static int mc_db_send(mc_db_t *db, const char *sql, int n,
     const char *const *params);
 static PGresult *mc_db_recv(mc_db_t *db);
+static int mc_db_claim_arrays(const int64_t *credits, const int *attempts,
+    int n, char **ids, char **atts);
 
 
 mc_db_t *
@@ -739,34 +741,15 @@ int
 mc_db_identity(mc_db_t *db, const int64_t *credits, const int *attempts,
     int n, mc_db_identity_t *id)
 {
-    int          i, rc;
-    char        *ids, *atts, *p, *q;
-    size_t       size;
+    int          rc;
+    char        *ids, *atts;
     PGresult    *res;
     const char  *params[2];
 
-    size = (size_t) n * 24 + 3;
-    ids = malloc(size);
-    atts = malloc(size);
-
-    if (ids == NULL || atts == NULL) {
-        free(ids);
-        free(atts);
+    if (mc_db_claim_arrays(credits, attempts, n, &ids, &atts) != 0) {
         return -1;
     }
 
-    p = ids;
-    q = atts;
-    *p++ = '{';
-    *q++ = '{';
-
-    for (i = 0; i < n; i++) {
-        p += snprintf(p, 24, "%s%" PRId64, i ? "," : "", credits[i]);
-        q += snprintf(q, 24, "%s%d", i ? "," : "", attempts[i]);
-    }
-
-    strcpy(p, "}");
-    strcpy(q, "}");
     params[0] = ids;
     params[1] = atts;
 
@@ -834,4 +817,126 @@ mc_db_rewound(mc_db_t *db, const char *worker, int lease, json_t *detail)
     PQclear(res);
 
     return n;
+}
+
+
+int
+mc_db_witness_pick(mc_db_t *db, int limit, mc_db_witness_t **items)
+{
+    int               i, n;
+    char              l[16];
+    PGresult         *res;
+    const char       *params[1];
+    mc_db_witness_t  *it;
+
+    *items = NULL;
+    snprintf(l, sizeof(l), "%d", limit);
+    params[0] = l;
+
+    res = mc_db_exec(db, "SELECT id, attempts, mt5_server, mt5_login, "
+                     "comment, look_from, db_now "
+                     "FROM mt5credit.witness_pick($1)", 1, params);
+    if (res == NULL) {
+        return -1;
+    }
+
+    n = PQntuples(res);
+
+    if (n > 0) {
+        *items = calloc((size_t) n, sizeof(mc_db_witness_t));
+        if (*items == NULL) {
+            PQclear(res);
+            return -1;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        it = &(*items)[i];
+        it->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        it->attempts = atoi(PQgetvalue(res, i, 1));
+        snprintf(it->server, sizeof(it->server), "%s",
+                 PQgetvalue(res, i, 2));
+        it->login = strtoull(PQgetvalue(res, i, 3), NULL, 10);
+        snprintf(it->comment, sizeof(it->comment), "%s",
+                 PQgetvalue(res, i, 4));
+        it->since = strtoll(PQgetvalue(res, i, 5), NULL, 10);
+        it->db_now = strtoll(PQgetvalue(res, i, 6), NULL, 10);
+    }
+
+    PQclear(res);
+
+    return n;
+}
+
+
+int
+mc_db_witness_still_pending(mc_db_t *db, const int64_t *ids,
+    const int *attempts, int n, int64_t *still)
+{
+    int          i, got;
+    char        *a, *b;
+    PGresult    *res;
+    const char  *params[2];
+
+    if (mc_db_claim_arrays(ids, attempts, n, &a, &b) != 0) {
+        return -1;
+    }
+
+    params[0] = a;
+    params[1] = b;
+
+    res = mc_db_exec(db, "SELECT mt5credit.witness_still_pending($1, $2)",
+                     2, params);
+    free(a);
+    free(b);
+
+    if (res == NULL) {
+        return -1;
+    }
+
+    got = PQntuples(res) <= n ? PQntuples(res) : n;
+
+    for (i = 0; i < got; i++) {
+        still[i] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+    }
+
+    PQclear(res);
+
+    return got;
+}
+
+
+/* credits and their attempts as two PostgreSQL array literals */
+static int
+mc_db_claim_arrays(const int64_t *credits, const int *attempts, int n,
+    char **ids, char **atts)
+{
+    int     i;
+    char   *p, *q;
+    size_t  size;
+
+    size = (size_t) n * 24 + 3;
+    *ids = malloc(size);
+    *atts = malloc(size);
+
+    if (*ids == NULL || *atts == NULL) {
+        free(*ids);
+        free(*atts);
+        return -1;
+    }
+
+    p = *ids;
+    q = *atts;
+    *p++ = '{';
+    *q++ = '{';
+
+    for (i = 0; i < n; i++) {
+        p += snprintf(p, 24, "%s%" PRId64, i ? "," : "", credits[i]);
+        q += snprintf(q, 24, "%s%d", i ? "," : "", attempts[i]);
+    }
+
+    strcpy(p, "}");
+    strcpy(q, "}");
+
+    return 0;
 }

@@ -151,4 +151,26 @@ int mc_db_rewound(mc_db_t *db, const char *worker, int lease,
     json_t *detail);
 
 
+/* a pending credit next in line, as MT5 is asked about it (sql/068) */
+typedef struct {
+    int64_t   id;
+    int       attempts;
+    char      server[64];
+    uint64_t  login;
+    char      comment[32];        /* [<tag>:]<reference> */
+    int64_t   since;              /* unix s: a lookup starts before this */
+    int64_t   db_now;             /* the database's clock, unix s */
+} mc_db_witness_t;
+
+/* up to `limit` of them in claim order, malloc'ed: how many, or -1 */
+int mc_db_witness_pick(mc_db_t *db, int limit, mc_db_witness_t **items);
+
+/*
+ * Which of these credits are still pending at these attempts: written
+ * to still[] (room for n); how many, or -1.
+ */
+int mc_db_witness_still_pending(mc_db_t *db, const int64_t *ids,
+    const int *attempts, int n, int64_t *still);
+
+
 #endif /* MC_DB_H */

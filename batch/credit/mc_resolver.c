@@ -96,6 +96,25 @@ mc_resolver_round(mc_worker_t *w)
 }
 
 
+void
+mc_resolver_window(int64_t since, int64_t db_now, int64_t offset,
+    int lookback, int64_t *from, int64_t *to)
+{
+    /*
+     * The credit's whole life, from a lookback before it was made (or
+     * before the lost timeline of a rewind, which may have made its deal)
+     * to the pick, both by the database's clock (this host's may be off),
+     * in server time under any offset it may have had meanwhile.
+     */
+    *from = since - lookback
+            + (offset < MC_RESOLVER_OFFSET_MIN ? offset
+                                               : MC_RESOLVER_OFFSET_MIN);
+    *to = db_now + MC_RESOLVER_SLACK
+          + (offset > MC_RESOLVER_OFFSET_MAX ? offset
+                                             : MC_RESOLVER_OFFSET_MAX);
+}
+
+
 static void
 mc_resolve_one(mc_worker_t *w, mc_work_item_t *it)
 {
@@ -137,20 +156,9 @@ mc_resolve_one(mc_worker_t *w, mc_work_item_t *it)
         return;
     }
 
-    /*
-     * The credit's whole life, from a lookback before it was created (or
-     * before the lost timeline of a rewind, which may have made its deal)
-     * to the pick, both by the database's clock (this host's may be off),
-     * in server time under any offset it may have had meanwhile.
-     */
-    from = (it->look_from != 0 && it->look_from < it->created_at
-            ? it->look_from : it->created_at)
-           - w->cfg->lookback
-           + (offset < MC_RESOLVER_OFFSET_MIN ? offset
-                                              : MC_RESOLVER_OFFSET_MIN);
-    to = it->db_now + MC_RESOLVER_SLACK
-         + (offset > MC_RESOLVER_OFFSET_MAX ? offset
-                                            : MC_RESOLVER_OFFSET_MAX);
+    mc_resolver_window(it->look_from != 0 && it->look_from < it->created_at
+                       ? it->look_from : it->created_at,
+                       it->db_now, offset, w->cfg->lookback, &from, &to);
 
     rc = mc_mt5_deals(s->session, it->login, from, to, &deals, &n, &retcode);
 

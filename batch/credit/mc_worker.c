@@ -30,6 +30,7 @@
 #include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_money.h"
+#include "mc_witness.h"
 #include "mc_worker.h"
 
 
@@ -888,13 +889,17 @@ mc_worker_pow10(int n)
 /*
  * Whether claims may be made on this connection: the database it reaches
  * holds what this host saw committed (mc_rewind.c), checked once per
- * connection and at every round.  A database that went back in time has
- * had its pending credits marked for lookup by then.
+ * connection and at every round, and MT5 holds no deal of the credits
+ * next in line (mc_witness.c), asked on every new connection and every
+ * witness_interval.  A database that went back in time has had its
+ * pending credits marked for lookup by then.
  */
 static int
 mc_worker_db_trusted(mc_worker_t *w)
 {
-    mc_rewind_rc_e  rc;
+    int64_t          now;
+    mc_rewind_rc_e   rc;
+    mc_witness_rc_e  wrc;
 
     if (mc_db_ready(w->db) != 0) {
         return 0;
@@ -911,12 +916,26 @@ mc_worker_db_trusted(mc_worker_t *w)
     rc = mc_rewind_check(&w->rewind, w->db, w->cfg->worker_name,
                          w->cfg->lease, &w->alert);
 
-    if (rc == MC_REWIND_OK || rc == MC_REWIND_HANDLED) {
-        w->rewind_checked = mc_db_generation(w->db) + 1;
-        return 1;
+    if (rc != MC_REWIND_OK && rc != MC_REWIND_HANDLED) {
+        return 0;
     }
 
-    return 0;
+    now = mc_now_ms();
+
+    if (w->witness_checked != mc_db_generation(w->db) + 1
+        || (w->cfg->witness_interval > 0 && now >= w->witness_next))
+    {
+        wrc = mc_witness_check(w);
+        if (wrc == MC_WITNESS_ERROR) {
+            return 0;
+        }
+
+        w->witness_checked = mc_db_generation(w->db) + 1;
+        w->witness_next = now + w->cfg->witness_interval * 1000LL;
+    }
+
+    w->rewind_checked = mc_db_generation(w->db) + 1;
+    return 1;
 }
 
 

@@ -57,6 +57,8 @@ typedef struct {
     int64_t              slot_retry_at;  /* ms: ask for missing slots */
     unsigned long        rewind_checked; /* mc_rewind_check()ed, + 1 */
     unsigned long        deployment_checked; /* its tag compared, + 1 */
+    unsigned long        witness_checked; /* MT5 asked on this one, + 1 */
+    int64_t              witness_next;    /* monotonic ms: ask MT5 again */
     mc_rewind_t          rewind;         /* claims kept outside the db */
     mc_metrics_t         metrics;        /* only the process knows them */
     volatile int        *stop;
@@ -92,6 +94,15 @@ int mc_worker_drain(mc_worker_t *w);
 
 /* one resolver round over every served server (mc_resolver.c) */
 int mc_resolver_round(mc_worker_t *w);
+
+/*
+ * The server-time window a credit's deal is searched in: from a lookback
+ * before `since` (unix s: when it was made, or a rewind's lost timeline
+ * began) to past the database's `db_now`, under any UTC offset the
+ * server had meanwhile (`offset`: its offset now, s).
+ */
+void mc_resolver_window(int64_t since, int64_t db_now, int64_t offset,
+    int lookback, int64_t *from, int64_t *to);
 
 /* internal to the worker and the resolver */
 int mc_worker_servers(mc_worker_t *w, const char **names, int max);

@@ -67,6 +67,13 @@ static const mc_key_t  mc_main_keys[] = {
       "seconds after a lease before the resolver looks a credit up (30)" },
     { "lookback", MC_KEY_SECONDS, MC_MAIN(lookback), 0, 30 * 86400,
       "deals are searched from this long before the credit was made (900)" },
+    { "witness_interval", MC_KEY_SECONDS, MC_MAIN(witness_interval), 0,
+      86400, "seconds between asking MT5 about the credits next in line "
+      "before claiming; also on every new database connection (60; 0: "
+      "only then)" },
+    { "witness_credits", MC_KEY_INT, MC_MAIN(witness_credits), 0, 10000,
+      "how many pending credits, next in line, MT5 is asked about (256; "
+      "0: none, the kept claims alone)" },
     { "resolve_interval", MC_KEY_SECONDS, MC_MAIN(resolve_interval), 1, 3600,
       "seconds between resolver rounds in the worker (10)" },
     { "resolve_retry", MC_KEY_SECONDS, MC_MAIN(resolve_retry), 1, 86400,
@@ -252,6 +259,8 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->connect_timeout = 10;
     cfg->settle_margin = 30;
     cfg->lookback = 900;
+    cfg->witness_interval = 60;
+    cfg->witness_credits = 256;
     cfg->resolve_interval = 10;
     cfg->resolve_retry = 60;
     cfg->sweep_interval = 5;

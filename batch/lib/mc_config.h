@@ -50,6 +50,8 @@ typedef struct {
     int                  connect_timeout;  /* s */
     int                  settle_margin;    /* s after a lease, for lookups */
     int                  lookback;         /* s before a credit, for lookups */
+    int                  witness_interval; /* s between MT5 witness checks */
+    int                  witness_credits;  /* pending credits asked about */
     int                  resolve_interval; /* s between resolver rounds */
     int                  resolve_retry;    /* s before an unresolved retry */
     int                  sweep_interval;   /* s between lease sweeps */
