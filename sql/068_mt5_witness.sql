@@ -15,7 +15,8 @@
 -- worker asks MT5 for the deals of the credits next in line to be
 -- claimed (batch/credit/mc_witness.c):
 --
---   witness_pick(limit)      the pending credits in claim order: where
+--   witness_pick(servers,    the pending credits of these servers (not
+--     limit)                 paused) in claim order: where
 --                            each is booked, its comment, where its
 --                            lookup starts, and the database's clock
 --   witness_still_pending(   those of them still pending at the attempt
@@ -30,7 +31,7 @@
 -- before any call, with a critical case.
 --
 
-CREATE FUNCTION mt5credit.witness_pick(p_limit integer)
+CREATE FUNCTION mt5credit.witness_pick(p_servers text[], p_limit integer)
 RETURNS TABLE (id bigint, attempts integer, mt5_server text,
                mt5_login bigint, comment text, look_from bigint,
                db_now bigint)
@@ -45,11 +46,13 @@ AS $$
            extract(epoch FROM now())::bigint
     FROM mt5_credit c
     WHERE c.status = 'pending'
+      AND c.mt5_server = ANY (p_servers)
+      AND NOT paused('server', c.mt5_server)
     ORDER BY c.id
     LIMIT greatest(p_limit, 0)
 $$;
 
-COMMENT ON FUNCTION mt5credit.witness_pick(integer) IS
+COMMENT ON FUNCTION mt5credit.witness_pick(text[], integer) IS
     'The pending credits next in line, for the worker to ask MT5 about '
     'before it claims (068)';
 
@@ -72,6 +75,6 @@ COMMENT ON FUNCTION mt5credit.witness_still_pending(bigint[], integer[]) IS
     'a deal in MT5 was claimed in a timeline the database lost (068)';
 
 GRANT EXECUTE ON FUNCTION
-    mt5credit.witness_pick(integer),
+    mt5credit.witness_pick(text[], integer),
     mt5credit.witness_still_pending(bigint[], integer[])
     TO mt5credit_worker;

@@ -821,21 +821,31 @@ mc_db_rewound(mc_db_t *db, const char *worker, int lease, json_t *detail)
 
 
 int
-mc_db_witness_pick(mc_db_t *db, int limit, mc_db_witness_t **items)
+mc_db_witness_pick(mc_db_t *db, const char *const *servers, int nservers,
+    int limit, mc_db_witness_t **items)
 {
     int               i, n;
-    char              l[16];
+    char              l[16], *array;
     PGresult         *res;
-    const char       *params[1];
+    const char       *params[2];
     mc_db_witness_t  *it;
 
     *items = NULL;
+
+    array = mc_db_array(servers, nservers);
+    if (array == NULL) {
+        return -1;
+    }
+
     snprintf(l, sizeof(l), "%d", limit);
-    params[0] = l;
+    params[0] = array;
+    params[1] = l;
 
     res = mc_db_exec(db, "SELECT id, attempts, mt5_server, mt5_login, "
                      "comment, look_from, db_now "
-                     "FROM mt5credit.witness_pick($1)", 1, params);
+                     "FROM mt5credit.witness_pick($1, $2)", 2, params);
+    free(array);
+
     if (res == NULL) {
         return -1;
     }

@@ -162,8 +162,12 @@ typedef struct {
     int64_t   db_now;             /* the database's clock, unix s */
 } mc_db_witness_t;
 
-/* up to `limit` of them in claim order, malloc'ed: how many, or -1 */
-int mc_db_witness_pick(mc_db_t *db, int limit, mc_db_witness_t **items);
+/*
+ * Up to `limit` of them on these servers, in claim order, malloc'ed: how
+ * many, or -1.
+ */
+int mc_db_witness_pick(mc_db_t *db, const char *const *servers, int nservers,
+    int limit, mc_db_witness_t **items);
 
 /*
  * Which of these credits are still pending at these attempts: written

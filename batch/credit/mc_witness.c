@@ -23,6 +23,7 @@
 
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,18 +52,37 @@ static mc_witness_rc_e mc_witness_rewound(mc_worker_t *w,
 mc_witness_rc_e
 mc_witness_check(mc_worker_t *w)
 {
-    int                 n, i, j, nseen;
+    int                 n, i, j, nseen, nservers;
+    const char         *names[MC_CONFIG_MAX_SERVERS];
     mc_witness_rc_e     rc;
     mc_db_witness_t    *items;
     mc_witness_seen_t  *seen;
 
     if (w->cfg->witness_credits == 0) {
+        w->witness_upto = INT64_MAX;
         return MC_WITNESS_OK;
     }
 
-    n = mc_db_witness_pick(w->db, w->cfg->witness_credits, &items);
-    if (n <= 0) {
-        return n == 0 ? MC_WITNESS_OK : MC_WITNESS_ERROR;
+    nservers = mc_worker_servers(w, names, MC_CONFIG_MAX_SERVERS);
+    if (nservers == 0) {
+        return MC_WITNESS_OK;
+    }
+
+    n = mc_db_witness_pick(w->db, names, nservers, w->cfg->witness_credits,
+                           &items);
+    if (n < 0) {
+        return MC_WITNESS_ERROR;
+    }
+
+    /*
+     * The queue's head was asked about: once this worker's claims pass
+     * its middle, it asks again, before claims can reach what it did
+     * not ask about (picked in id order, claimed in id order).
+     */
+    w->witness_upto = n < w->cfg->witness_credits ? INT64_MAX
+                                                 : items[n / 2].id;
+    if (n == 0) {
+        return MC_WITNESS_OK;
     }
 
     seen = calloc((size_t) n, sizeof(mc_witness_seen_t));
@@ -169,6 +189,12 @@ mc_witness_login(mc_worker_t *w, mc_db_witness_t *items, size_t n,
 
     rc = mc_mt5_deals(s->session, items[0].login, from, to, &deals, &nd,
                       &retcode);
+
+    if (rc == MC_MT5_REJECTED && retcode == 13) {
+        /* no such login: no deal of it either (its claim fails it) */
+        return 0;
+    }
+
     if (rc != MC_MT5_OK) {
         mc_log(MC_LOG_WARN, "witness: server %s login %" PRIu64 ": no "
                "complete list of deals (retcode %d: %s); nothing is claimed "

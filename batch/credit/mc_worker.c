@@ -37,6 +37,9 @@
 /* kept free of the lease after the call's own timeout */
 #define MC_WORKER_LEASE_MARGIN_MS  2000
 
+/* ms: the least time between two askings of MT5 for the queue's head */
+#define MC_WORKER_WITNESS_SPACING  1000
+
 
 static int mc_worker_process(mc_worker_t *w, mc_work_item_t *it,
     int64_t deadline);
@@ -58,6 +61,7 @@ static mc_mt5_rc_e mc_worker_group(mc_worker_t *w, mc_worker_server_t *s,
 static int64_t mc_worker_pow10(int n);
 static int mc_worker_db_trusted(mc_worker_t *w);
 static int mc_worker_db_checked(mc_worker_t *w);
+static int mc_worker_witness_due(mc_worker_t *w, int64_t now);
 
 
 
@@ -332,6 +336,10 @@ mc_worker_drain(mc_worker_t *w)
             }
 
             rc = 0;
+        }
+
+        if (it.id > w->claimed_upto) {
+            w->claimed_upto = it.id;
         }
 
         if (mc_worker_process(w, &it, t0 + it.lease_ms_left) != 0) {
@@ -922,16 +930,14 @@ mc_worker_db_trusted(mc_worker_t *w)
 
     now = mc_now_ms();
 
-    if (w->witness_checked != mc_db_generation(w->db) + 1
-        || (w->cfg->witness_interval > 0 && now >= w->witness_next))
-    {
+    if (mc_worker_witness_due(w, now)) {
         wrc = mc_witness_check(w);
         if (wrc == MC_WITNESS_ERROR) {
             return 0;
         }
 
         w->witness_checked = mc_db_generation(w->db) + 1;
-        w->witness_next = now + w->cfg->witness_interval * 1000LL;
+        w->witness_at = now;
     }
 
     w->rewind_checked = mc_db_generation(w->db) + 1;
@@ -971,6 +977,24 @@ mc_worker_deployment_ok(mc_worker_t *w)
 }
 
 
+/*
+ * MT5 is to be asked about the queue's head again: on a new connection,
+ * every witness_interval, and once this worker's claims passed the
+ * middle of what it asked about (no more often than every
+ * MC_WORKER_WITNESS_SPACING: a head of credits that are not claimed, a
+ * paused provider's, stays where it is).
+ */
+static int
+mc_worker_witness_due(mc_worker_t *w, int64_t now)
+{
+    return w->witness_checked != mc_db_generation(w->db) + 1
+           || (w->cfg->witness_interval > 0
+               && now >= w->witness_at + w->cfg->witness_interval * 1000LL)
+           || (w->claimed_upto >= w->witness_upto
+               && now >= w->witness_at + MC_WORKER_WITNESS_SPACING);
+}
+
+
 /* the connection is up and the one this round's check was made on */
 static int
 mc_worker_db_checked(mc_worker_t *w)
@@ -980,7 +1004,8 @@ mc_worker_db_checked(mc_worker_t *w)
     conn = mc_db_conn(w->db);
 
     return conn != NULL && PQstatus(conn) == CONNECTION_OK
-           && w->rewind_checked == mc_db_generation(w->db) + 1;
+           && w->rewind_checked == mc_db_generation(w->db) + 1
+           && !mc_worker_witness_due(w, mc_now_ms());
 }
 
 

@@ -58,7 +58,11 @@ typedef struct {
     unsigned long        rewind_checked; /* mc_rewind_check()ed, + 1 */
     unsigned long        deployment_checked; /* its tag compared, + 1 */
     unsigned long        witness_checked; /* MT5 asked on this one, + 1 */
-    int64_t              witness_next;    /* monotonic ms: ask MT5 again */
+    int64_t              witness_at;      /* monotonic ms: MT5 last asked */
+    int64_t              witness_upto;    /* ask again once claims reach
+                                             this credit (INT64_MAX: the
+                                             whole queue was asked about) */
+    int64_t              claimed_upto;    /* the last credit claimed */
     mc_rewind_t          rewind;         /* claims kept outside the db */
     mc_metrics_t         metrics;        /* only the process knows them */
     volatile int        *stop;
