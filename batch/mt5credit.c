@@ -144,12 +144,16 @@ static const mc_command_t  mc_commands[] = {
       "      --out DIR            report directory (recon_out, default .)\n"
       "      --deal-grace SECS    deals fetched past the day "
       "(recon_deal_grace)\n"
-      "      --window DAYS        a settlement row and its credit may lie "
-      "this\n"
-      "                           many days apart, each way; unpaired "
-      "inside\n"
-      "                           it is in transit (recon_match_window, "
-      "7)\n"
+      "      --window DAYS        a credit waits this many days for its\n"
+      "                           settlement row, in transit; past it a "
+      "break\n"
+      "                           (recon_match_window, 7)\n"
+      "      --settlement-grace HOURS\n"
+      "                           a settlement row waits this long for its "
+      "credit,\n"
+      "                           to the end of the run's day, never past "
+      "the\n"
+      "                           window (recon_settlement_grace, 24)\n"
       MC_HELP_OPTION, 1, "mt5credit-reconcile", NULL },
 
     { "poll-provider", mc_cmd_loop, "[-c FILE] [--once]",
@@ -704,7 +708,7 @@ static int
 mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
 {
     int               c, rc;
-    const char       *path, *grace, *window;
+    const char       *path, *grace, *window, *settlement_grace;
     mc_config_t      *cfg;
     mc_recon_opts_t   o;
 
@@ -720,6 +724,7 @@ mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
         { "out", required_argument, NULL, 'o' },
         { "deal-grace", required_argument, NULL, 'g' },
         { "window", required_argument, NULL, 'w' },
+        { "settlement-grace", required_argument, NULL, 'G' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -728,6 +733,7 @@ mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
     path = NULL;
     grace = NULL;
     window = NULL;
+    settlement_grace = NULL;
     o.format_name = "stripe";
 
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -743,6 +749,7 @@ mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
         case 'o': o.out_dir = optarg; break;
         case 'g': grace = optarg; break;
         case 'w': window = optarg; break;
+        case 'G': settlement_grace = optarg; break;
 
         case 'h':
             mc_command_usage(cmd, stdout);
@@ -778,10 +785,13 @@ mc_cmd_reconcile(const mc_command_t *cmd, int argc, char **argv)
 
     o.deal_grace = cfg->recon_deal_grace;
     o.window = cfg->recon_match_window;
+    o.settlement_grace = cfg->recon_settlement_grace;
 
     if (mc_option_bounded("deal-grace", grace, 7 * 86400, "seconds",
                           &o.deal_grace) != 0
-        || mc_option_bounded("window", window, 62, "days", &o.window) != 0)
+        || mc_option_bounded("window", window, 62, "days", &o.window) != 0
+        || mc_option_bounded("settlement-grace", settlement_grace, 168,
+                             "hours", &o.settlement_grace) != 0)
     {
         free(cfg);
         return 2;

@@ -15,6 +15,9 @@
 #     day's run reports exactly its planted findings, nothing else
 #   - an unpaired item past the window staying quiet, or breaking early:
 #     the credit never settled breaks on day 7 after its day, not day 6
+#   - a settled row nobody credited waiting the window: it breaks the day
+#     after its own, once its grace (24 hours, sql/067) is over, and is
+#     carried, overdue, not in transit, until the window ends
 #   - a carried item left unmatched when its partner comes: the earlier
 #     run's item is recorded as matched later, by the run that matched it
 #   - a refund the file names otherwise than the webhook, settled on
@@ -162,10 +165,11 @@ finding(9, 'credited_not_settled', $credit{p2_0}{ref});
 finding($settles{p8_2}, 'amount_mismatch', $credit{p8_2}{ref});
 is($settles{p8_2}, 10, 'the amount mismatch is settled on day 10');
 
-# planted: a settlement nobody credited (a lost webhook, no event)
+# planted: a settlement nobody credited (a lost webhook, no event): 13
+# hours old at day 5's end, 37 at day 6's, past the grace of 24
 settle(5, category => 'charge', pi => 'pi_month_lost', source => 'ch_lost',
        gross => 7700, at => london(5, '11:00'), id => 'txn_lost');
-finding(12, 'settled_not_credited', 'settlement:txn_lost');
+finding(6, 'settled_not_credited', 'settlement:txn_lost');
 
 # planted: a second deal with p22_1's reference, on another login
 $sim->manual_deal(login => 76504,
@@ -309,9 +313,18 @@ is($sb->sql1("SELECT age_days FROM mt5credit.recon_transit_credit "
 is($sb->sql1("SELECT count(*) FROM mt5credit.recon_transit_credit "
              . "WHERE run_id = $run{9} AND credit_id = $credit{p2_0}{id}"),
    0, '... and on day 9 a break, no longer carried');
-is($sb->sql1("SELECT age_days FROM mt5credit.recon_transit_settlement "
+is($sb->sql1("SELECT age_days || ' ' || overdue FROM "
+             . "mt5credit.recon_transit_settlement "
+             . "WHERE run_id = $run{5} AND row_id = 'txn_lost'"),
+   '0 false', 'the uncredited row is in transit on its own day 5');
+is($sb->sql1("SELECT age_days || ' ' || overdue FROM "
+             . "mt5credit.recon_transit_settlement "
              . "WHERE run_id = $run{11} AND row_id = 'txn_lost'"),
-   6, 'the uncredited row is in transit on day 11, 6 days old');
+   '6 true', '... a break on day 6, carried overdue (not in transit) on day '
+   . '11, 6 days old, for a late credit');
+is($sb->sql1("SELECT count(*) FROM mt5credit.recon_transit_settlement "
+             . "WHERE run_id = $run{12} AND row_id = 'txn_lost'"), 0,
+   '... and no longer carried past the window, on day 12');
 is($sb->sql1("SELECT first_run_id FROM mt5credit.recon_matched_later "
              . "WHERE run_id = $run{7} AND item_key = '$r1'"), $run{6},
    'refund 1 was first seen by day 6\'s run, matched by day 7\'s');

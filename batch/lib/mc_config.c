@@ -119,9 +119,14 @@ static const mc_key_t  mc_main_keys[] = {
       "reconcile: MT5 deals are fetched this long past the day's end, for "
       "credits made late in the day (86400)" },
     { "recon_match_window", MC_KEY_INT, MC_MAIN(recon_match_window), 0, 62,
-      "reconcile: days a settlement row and its credit may lie apart, "
-      "each way; inside it an unpaired item is in transit, past it a "
+      "reconcile: days an unpaired credit waits for its settlement row "
+      "(in transit), and the most a row waits for its credit; past it a "
       "break (7)" },
+    { "recon_settlement_grace", MC_KEY_INT, MC_MAIN(recon_settlement_grace),
+      0, 168,
+      "reconcile: hours a settlement row waits for its credit, to the end "
+      "of the run's day (the credit comes first, the row days later), "
+      "never past the window; past it a break (24)" },
     { "recon_sessions", MC_KEY_INT, MC_MAIN(recon_sessions), 1, 16,
       "reconcile: Web API sessions per server fetching deals in parallel; "
       "they take the server's session slots, shared with the workers, so "
@@ -268,6 +273,7 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->group_cache = 60;
     cfg->recon_deal_grace = 86400;
     cfg->recon_match_window = 7;
+    cfg->recon_settlement_grace = 24;
     cfg->recon_sessions = 2;
     cfg->recon_rate = 50;
     cfg->recon_slot_wait = 300;

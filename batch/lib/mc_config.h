@@ -70,7 +70,8 @@ typedef struct {
     char                 recon_database[1024]; /* "": database */
     char                 desk_database[1024];  /* "": libpq's defaults */
     int                  recon_deal_grace; /* s of deals after the day */
-    int                  recon_match_window; /* days, each way */
+    int                  recon_match_window; /* days a credit waits */
+    int                  recon_settlement_grace; /* hours a row waits */
     int                  recon_sessions;   /* per server, parallel fetch */
     int                  recon_rate;       /* requests/s per server; 0: any */
     int                  recon_slot_wait;  /* seconds for a session slot */

@@ -360,8 +360,8 @@ static int
 mc_recon_begin(mc_recon_t *r)
 {
     PGresult    *res;
-    char         run[24], days[16];
-    const char  *params[8], *wparams[2];
+    char         run[24], days[16], hours[16];
+    const char  *params[8], *wparams[3];
 
     res = PQexec(r->conn, "BEGIN");
     PQclear(res);
@@ -394,19 +394,23 @@ mc_recon_begin(mc_recon_t *r)
 
     snprintf(run, sizeof(run), "%" PRId64, r->run_id);
     snprintf(days, sizeof(days), "%d", r->o->window);
+    snprintf(hours, sizeof(hours), "%d", r->o->settlement_grace);
     wparams[0] = run;
     wparams[1] = days;
+    wparams[2] = hours;
 
-    res = mc_recon_exec(r, "SELECT mt5credit.recon_window($1, $2)", 2,
+    /* a credit waits the window for its row, a row the grace (067) */
+    res = mc_recon_exec(r, "SELECT mt5credit.recon_window($1, $2, $3)", 3,
                         wparams);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         return mc_recon_input_error(r, res);
     }
     PQclear(res);
 
-    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %s %s (%s) %s",
-           r->run_id, r->o->provider, r->o->day, r->o->time_zone,
-           r->o->currency);
+    mc_log(MC_LOG_INFO, "reconcile run %" PRId64 ": %s %s (%s) %s; window "
+           "%d days, settlement grace %d hours", r->run_id, r->o->provider,
+           r->o->day, r->o->time_zone, r->o->currency, r->o->window,
+           r->o->settlement_grace);
     return 0;
 }
 

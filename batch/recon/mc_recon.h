@@ -44,6 +44,7 @@ typedef struct {
     const char          *out_dir;
     int                  deal_grace;   /* seconds */
     int                  window;       /* matching window, days */
+    int                  settlement_grace; /* hours a row waits, 067 */
 } mc_recon_opts_t;
 
 

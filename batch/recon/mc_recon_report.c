@@ -83,7 +83,9 @@ enum {
     MC_RR_PREVIOUS,
     MC_RR_PREVIOUS_PROVIDER,
     MC_RR_PREVIOUS_DAY,
-    MC_RR_PREVIOUS_CURRENCY
+    MC_RR_PREVIOUS_CURRENCY,
+    MC_RR_WINDOW_DAYS,
+    MC_RR_GRACE_HOURS
 };
 
 
@@ -105,7 +107,8 @@ enum {
     MC_RR_TIME("r", "finished_at") ", "                                      \
     "r.settlement_format, r.settlement_sha256, r.control_sha256, "           \
     "r.input_digest, r.previous_run_id, p.provider, "                        \
-    "to_char(p.business_day, 'YYYY-MM-DD'), p.currency "                     \
+    "to_char(p.business_day, 'YYYY-MM-DD'), p.currency, "                    \
+    "r.match_window_days, r.settlement_grace_hours "                         \
     "FROM mt5credit.recon_run r "                                            \
     "LEFT JOIN mt5credit.recon_run p ON p.id = r.previous_run_id "           \
     "WHERE r.id = $1"
@@ -146,13 +149,17 @@ enum {
     "credit_amount,credit_currency,deal_tickets,deal_logins,deal_amounts,"   \
     "deal_comments,since_day,age_days\r\n"
 
-/* what waits for its partner (040): a settlement row or a credit */
+/*
+ * what waits for its partner (040): a settlement row or a credit; not a
+ * row carried overdue (067), a break whose case is open
+ */
 #define MC_RR_TRANSIT_SQL                                                    \
     "SELECT * FROM ("                                                        \
     "SELECT 'settlement' AS side, row_id AS item_key, "                      \
     "to_char(since_day, 'YYYY-MM-DD'), age_days, category, gross_minor, "    \
     "currency, '', provider_key "                                            \
-    "FROM mt5credit.recon_transit_settlement WHERE run_id = $1 "             \
+    "FROM mt5credit.recon_transit_settlement "                               \
+    "WHERE run_id = $1 AND NOT overdue "                                     \
     "UNION ALL "                                                             \
     "SELECT 'credit', reference, to_char(since_day, 'YYYY-MM-DD'), "         \
     "age_days, movement, amount_minor, currency, status, '' "                \
@@ -223,6 +230,8 @@ static const char *const mc_rr_summary[][2] = {
     { "matched", "matched" },
     { "matched_later", "matched, carried from an earlier day" },
     { "in_transit", "in transit (inside the matching window)" },
+    { "overdue", "settled, past the grace, still without a credit (a "
+      "case is open)" },
     { "pending", "pending" },
     { "still_unknown", "still unknown" },
     { "mismatched", "mismatched" },
@@ -325,6 +334,8 @@ static void mc_rr_html_head(mc_rr_t *rr);
 static void mc_rr_html_summary(mc_rr_t *rr);
 static void mc_rr_html_time(mc_rr_t *rr, const char *name, const char *label,
     int col);
+static void mc_rr_html_wait(mc_rr_t *rr, const char *name, const char *label,
+    int col, const char *unit);
 static void mc_rr_html_code(FILE *f, const char *s);
 static void mc_rr_html_chart(mc_rr_t *rr);
 static void mc_rr_html_kinds(mc_rr_t *rr);
@@ -1737,6 +1748,10 @@ mc_rr_html_summary(mc_rr_t *rr)
     mc_rr_html_time(rr, "window_end", "window end", MC_RR_WINDOW_END);
     mc_rr_html_time(rr, "deal_window_end", "deals fetched until",
                     MC_RR_DEAL_WINDOW_END);
+    mc_rr_html_wait(rr, "match_window_days", "matching window",
+                    MC_RR_WINDOW_DAYS, "days");
+    mc_rr_html_wait(rr, "settlement_grace_hours", "settlement grace",
+                    MC_RR_GRACE_HOURS, "hours");
 
     fputs("<tr data-field=\"time_zone\"><th>time zone</th><td>", f);
     mc_rr_esc(f, mc_rr_run(rr, MC_RR_TIME_ZONE));
@@ -1815,6 +1830,36 @@ mc_rr_html_time(mc_rr_t *rr, const char *name, const char *label, int col)
         mc_rr_esc(f, local);
         fputs("</time> ", f);
         mc_rr_esc(f, mc_rr_run(rr, MC_RR_TIME_ZONE));
+    }
+
+    fputs("</td></tr>\n", f);
+}
+
+
+/*
+ * How long an unpaired item waited in this run: the window (a credit, 040)
+ * or the grace (a settlement row, 067).  A run before 067 has no grace:
+ * its rows waited the window.
+ */
+
+static void
+mc_rr_html_wait(mc_rr_t *rr, const char *name, const char *label, int col,
+    const char *unit)
+{
+    FILE        *f;
+    const char  *v;
+
+    f = rr->html;
+    v = mc_rr_run(rr, col);
+
+    fprintf(f, "<tr data-field=\"%s\"><th>%s</th><td>", name, label);
+
+    if (v == NULL) {
+        fputs("the window (a run before sql/067)", f);
+
+    } else {
+        mc_rr_esc(f, v);
+        fprintf(f, " %s", unit);
     }
 
     fputs("</td></tr>\n", f);
