@@ -42,8 +42,8 @@
 --     payment may be one the lost timeline credited.
 --
 -- This file holds the current definitions of the reference column,
--- database_rewound() (037's), work_item_of() (061's) and the work_item
--- type's look_from.
+-- work_item_of() (061's) and the work_item type's look_from;
+-- database_rewound() (037's) is re-declared here and again by 069.
 --
 
 -- --- the reference ------------------------------------------------------------

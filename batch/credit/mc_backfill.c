@@ -45,6 +45,9 @@ typedef struct {
     /* the people's requests this run took (sql/059): "{1,2}" */
     char          requests[1024];
     unsigned      nrequests;
+
+    /* one of them is a rewind's (sql/069): every event, delivered or not */
+    unsigned      every_event:1;
 } mc_backfill_t;
 
 
@@ -113,9 +116,10 @@ mc_backfill_run(mc_config_t *cfg, const char *provider, int64_t since,
     mc_backfill_done(&b, complete && b.failed == 0 && b.refused == 0
                          && !*stop);
 
-    mc_log(MC_LOG_INFO, "backfill %s: %zu undelivered events listed%s: %u "
+    mc_log(MC_LOG_INFO, "backfill %s: %zu%s events listed%s: %u "
            "ingested, %u already stored, %u refused, %u not fetched",
-           provider, b.nids, complete ? "" : " (the list is incomplete)",
+           provider, b.nids, b.every_event ? "" : " undelivered",
+           complete ? "" : " (the list is incomplete)",
            b.ingested, b.stored, b.refused, b.failed);
     printf("backfill %s: %zu listed%s; %u ingested, %u already stored, "
            "%u refused, %u not fetched\n", provider, b.nids,
@@ -145,8 +149,9 @@ mc_backfill_list(mc_backfill_t *b, int64_t since, volatile sig_atomic_t *stop)
             return -1;
         }
 
-        snprintf(path, sizeof(path), "/v1/events?delivery_success=false"
-                 "&created%%5Bgte%%5D=%" PRId64 "&limit=%d%s%s", since,
+        snprintf(path, sizeof(path), "/v1/events?%s"
+                 "created%%5Bgte%%5D=%" PRId64 "&limit=%d%s%s",
+                 b->every_event ? "" : "delivery_success=false&", since,
                  MC_BACKFILL_PAGE, last[0] ? "&starting_after=" : "", last);
 
         if (mc_backfill_page(b, path, last, sizeof(last), &more) != 0) {
@@ -320,7 +325,8 @@ mc_backfill_take(mc_backfill_t *b, int64_t *since)
     const char  *params[1] = { b->provider };
 
     res = PQexecParams(b->conn, "SELECT id, extract(epoch FROM since)"
-                       "::bigint FROM mt5credit.backfill_requests_take($1) "
+                       "::bigint, every_event "
+                       "FROM mt5credit.backfill_requests_take($1) "
                        "ORDER BY id LIMIT 100", 1, NULL, params, NULL, NULL,
                        0);
 
@@ -342,6 +348,11 @@ mc_backfill_take(mc_backfill_t *b, int64_t *since)
         if (t < *since) {
             *since = t;
         }
+
+        if (strcmp(PQgetvalue(res, i, 2), "t") == 0) {
+            b->every_event = 1;
+        }
+
         b->nrequests++;
     }
 
@@ -349,7 +360,9 @@ mc_backfill_take(mc_backfill_t *b, int64_t *since)
 
     if (n > 0) {
         mc_log(MC_LOG_INFO, "backfill %s: %d requests taken %s, reading "
-               "from %" PRId64, b->provider, n, b->requests, *since);
+               "%s from %" PRId64, b->provider, n, b->requests,
+               b->every_event ? "every event (a rewind's)"
+                              : "undelivered events", *since);
     }
 
     PQclear(res);
