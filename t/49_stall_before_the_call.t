@@ -46,7 +46,10 @@ $sim->fault(kind => 'latency', endpoint => $_, ms => 2800, count => 1)
     for qw(/api/auth/start /api/auth/answer /api/user/get /api/group/get);
 
 my $id = $st->pay(login => 74901, amount => 4900);
-$st->start_worker('w1', call_timeout => 3, lease => 14, settle_margin => 1);
+# the MT5 witness off (witness_credits 0): it would log in before the
+# claim, and the stall is wanted between the claim and the call
+$st->start_worker('w1', call_timeout => 3, lease => 14, settle_margin => 1,
+                  witness_credits => 0);
 
 ok($st->wait_status($id, 'done', 60), 'the credit is done in the end');
 is(balance_requests(), 1, 'MT5 received exactly one balance call');

@@ -2,8 +2,9 @@
 #
 # The chaos soak's short form (t/soak/soak.pl; `make soak` runs the long
 # one): 400 payments through the whole system while MT5 faults, worker
-# SIGKILLs, PostgreSQL restarts, a database rollback, worker database
-# stalls, MT5 offset steps, Redis outages and nginx reloads happen,
+# SIGKILLs, PostgreSQL restarts, a database rollback, a failover to an
+# asynchronous standby, worker database stalls, MT5 offset steps, Redis
+# outages and nginx reloads happen, with the workers as two hosts,
 # then the exactly-once checker; 8 withdrawals are debited and paid out
 # meanwhile, through provider faults.  And the checker's own test: a double
 # deal or a deal no credit explains, planted behind the system's back,
@@ -40,6 +41,8 @@ like($out, qr/chaos: worker SIGKILL\s+\d+/, '... workers were killed')
 # one random pick among many, and may not come up in 40 s
 like($out, qr/chaos: database rollback \(snapshot restored\)\s+1$/m,
      '... the database was rolled back once (PostgreSQL stopped, restored)');
+like($out, qr/chaos: database failover \(async standby promoted\)\s+1$/m,
+     '... and failed over once to an asynchronous standby, promoted');
 like($out, qr/withdrawals debited and paid out once\s+(\d+) of \1$/m,
      '... every withdrawal debited and paid out exactly once');
 my ($expected) = $out =~ /expected balance deals\s+(\d+)/;
