@@ -40,6 +40,14 @@
 /* ms: the least time between two askings of MT5 for the queue's head */
 #define MC_WORKER_WITNESS_SPACING  1000
 
+/*
+ * Without a database, a round is tried again after this long at most,
+ * never sooner for a wake-up: each queued one would start a round, and a
+ * connect, at once (hundreds a second, each a backend forked on the
+ * standby being promoted, while a failover runs)
+ */
+#define MC_WORKER_DB_RETRY_MS  1000
+
 
 static int mc_worker_process(mc_worker_t *w, mc_work_item_t *it,
     int64_t deadline);
@@ -1009,6 +1017,35 @@ mc_worker_db_checked(mc_worker_t *w)
 }
 
 
+/* the round ended with a connection (a wake-up can be acted on) */
+static int
+mc_worker_db_up(mc_worker_t *w)
+{
+    PGconn  *conn;
+
+    conn = mc_db_conn(w->db);
+
+    return conn != NULL && PQstatus(conn) == CONNECTION_OK;
+}
+
+
+static void
+mc_worker_sleep(int ms, volatile int *stop)
+{
+    struct timespec  ts;
+
+    if (*stop || ms <= 0) {
+        return;
+    }
+
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (long) (ms % 1000) * 1000000;
+
+    /* a signal ends the sleep early; the loop checks *stop */
+    nanosleep(&ts, NULL);
+}
+
+
 int
 mc_worker_run(mc_worker_t *w, int once)
 {
@@ -1071,7 +1108,11 @@ mc_worker_run(mc_worker_t *w, int once)
             wait_ms = (int) (next_resolve - now);
         }
 
-        if (wait_ms > 0) {
+        if (wait_ms > 0 && !mc_worker_db_up(w)) {
+            mc_worker_sleep(wait_ms < MC_WORKER_DB_RETRY_MS
+                            ? wait_ms : MC_WORKER_DB_RETRY_MS, w->stop);
+
+        } else if (wait_ms > 0) {
             (void) mc_wake_wait(w->wake, wait_ms, w->stop);
         }
     }

@@ -199,9 +199,101 @@ sub migrate {
 sub pg_port { $_[0]{pg_port} }
 
 sub psql_args {
-    my ($self, $user) = @_;
-    return ('-h', '127.0.0.1', '-p', $self->{pg_port}, '-U', $user || 'mt5',
-            '-d', $self->{db});
+    my ($self, $user, $port) = @_;
+    return ('-h', '127.0.0.1', '-p', $port || $self->{pg_port},
+            '-U', $user || 'mt5', '-d', $self->{db});
+}
+
+# ---------------------------------------------------------------- a standby
+
+# A streaming standby of the sandbox's PostgreSQL, as a failover needs
+# one: "pg_basebackup -R -X stream" of the running primary into
+# <dir>/<name>, on its own port (or {port}), its application_name <name>
+# (what synchronous_standby_names names).  It streams from the primary,
+# or through {via}, a port that relays to it (t/blackhole-proxy.pl: a
+# path that can stop carrying WAL).  initdb's pg_hba (-A trust) lets the
+# superuser replicate from 127.0.0.1; wal_level replica and
+# max_wal_senders 10 are PostgreSQL's defaults.  Stopped at teardown, as
+# the primary is.  Returns its port.
+sub start_standby {
+    my ($self, $name, %opt) = @_;
+    croak "a standby needs a running primary" unless $self->{pg_up};
+    croak "standby $name exists" if $self->{standby}{$name};
+    my $data = "$self->{dir}/$name";
+    my $port = $opt{port} || free_port();
+    my $via = $opt{via} || $self->{pg_port};
+
+    run_cmd("$PGBIN/pg_basebackup", '-D', $data, '-h', '127.0.0.1',
+            '-p', $self->{pg_port}, '-U', 'mt5', '-X', 'stream', '-R',
+            '-c', 'fast', '--no-sync');
+    # postgresql.auto.conf, after what -R wrote there: its later lines win
+    open my $fh, '>>', "$data/postgresql.auto.conf" or croak $!;
+    print $fh "port = $port\n",
+              "primary_conninfo = 'host=127.0.0.1 port=$via user=mt5 "
+              . "application_name=$name'\n",
+              # the primary's own, should it have had one, is not its
+              "synchronous_standby_names = ''\n";
+    close $fh;
+
+    $self->{standby}{$name} = { data => $data, port => $port };
+    run_cmd("$PGBIN/pg_ctl", '-D', $data, '-l', "$self->{dir}/$name.log",
+            '-w', '-t', '60', 'start');
+    $self->{standby}{$name}{up} = 1;
+    return $port;
+}
+
+sub standby_port { $_[0]{standby}{$_[1]}{port} }
+
+# The primary waits for <name> at every COMMIT (synchronous_commit is on,
+# PostgreSQL's default, and pinned by the edge and the batch programs):
+# returns once the primary reports it synchronous.
+sub synchronous_standby {
+    my ($self, $name) = @_;
+    $self->psql("ALTER SYSTEM SET synchronous_standby_names = '\"$name\"'");
+    $self->psql('SELECT pg_reload_conf()');
+    my $until = time + 30;
+    while (time < $until) {
+        return 1 if ($self->sql1("SELECT sync_state FROM pg_stat_replication "
+                                 . "WHERE application_name = '$name'") // '')
+                    eq 'sync';
+        sleep 0.1;
+    }
+    croak "standby $name never became synchronous";
+}
+
+# Returns once <name> has replayed everything the primary wrote so far.
+sub standby_caught_up {
+    my ($self, $name) = @_;
+    my $lsn = $self->sql1('SELECT pg_current_wal_lsn()');
+    my $until = time + 30;
+    while (time < $until) {
+        return 1 if $self->sql1("SELECT coalesce(replay_lsn >= '$lsn', false) "
+                                . "FROM pg_stat_replication WHERE "
+                                . "application_name = '$name'") eq 't';
+        sleep 0.1;
+    }
+    croak "standby $name did not catch up with $lsn";
+}
+
+# Promotes <name>; from then on the sandbox's database is it: psql,
+# sql1 and every conninfo made afterwards name its port.  The old
+# primary's start_postgres and stop_postgres still mean the old one
+# (which a test must not start again beside it: two primaries).
+sub promote_standby {
+    my ($self, $name) = @_;
+    my $s = $self->{standby}{$name} or croak "no standby $name";
+    run_cmd("$PGBIN/pg_ctl", '-D', $s->{data}, '-w', '-t', '60', 'promote');
+    $self->{pg_port} = $s->{port};
+    return $s->{port};
+}
+
+sub stop_standby {
+    my ($self, $name, $mode) = @_;
+    my $s = $self->{standby}{$name} or return;
+    return unless $s->{up};
+    run_cmd("$PGBIN/pg_ctl", '-D', $s->{data}, '-m', $mode || 'fast', '-w',
+            'stop');
+    $s->{up} = 0;
 }
 
 # Runs SQL (as the superuser unless {user}); returns rows as arrays of
@@ -213,7 +305,8 @@ sub psql {
     open my $fh, '>', $file or croak $!;
     print $fh $sql;
     close $fh;
-    my @args = $self->psql_args($opt{user});
+    # {port}: another server's (a standby's)
+    my @args = $self->psql_args($opt{user}, $opt{port});
     my $out = `psql -X -q -At -v ON_ERROR_STOP=1 @args -f $file 2>&1`;
     my $failed = $?;
     unlink $file;
@@ -524,6 +617,11 @@ sub teardown {
     if ($self->{pg_up}) {
         system("$PGBIN/pg_ctl -D $self->{dir}/pg -m immediate -w stop >/dev/null 2>&1");
         $self->{pg_up} = 0;
+    }
+    for my $s (values %{ $self->{standby} || {} }) {
+        next unless $s->{up};
+        system("$PGBIN/pg_ctl -D $s->{data} -m immediate -w stop >/dev/null 2>&1");
+        $s->{up} = 0;
     }
     if ($self->{keep}) {
         print STDERR "# sandbox kept in $self->{dir}\n";

@@ -24,6 +24,8 @@ our $SECRET = 'whsec_stack_secret';
 #   nginx_http => '...'                                extra http{} lines
 #   locations => '...'                                 extra server{} lines
 #   nginx_single => 1                                  nginx in one process
+#   postgres => 'conninfo'                             the edge's conninfo
+#                                   (default: the sandbox's primary, as edge)
 sub new {
     my ($class, %opt) = @_;
     my $sb = Mt5Credit::Sandbox->new(%{ $opt{sandbox} || {} });
@@ -35,12 +37,13 @@ sub new {
     my $extra = $opt{nginx_http} || '';
     my $locations = $opt{locations} || '';
     my $redis = $sb->redis_port ? 'mt5_credit_redis %%REDIS%%;' : '';
+    my $pg = $opt{postgres} // '%%PG%%';
 
     # nginx_single: one process, as valgrind runs it
     my %how = (workers => $opt{nginx_workers} || 1,
                single => $opt{nginx_single});
     $sb->start_nginx(<<"HTTP", %how);
-    mt5_credit_postgres "%%PG%%";
+    mt5_credit_postgres "$pg";
     $redis
     $extra
     server {
