@@ -301,11 +301,25 @@ item($f, kind => 'amount_mismatch', key => 'dep:9', severity => 'high',
      movement => 'payment', amount => 1, currency => 'XXX');
 finish_run($f, 'breaks');
 
+# deals whose comments a spreadsheet would run as formulas (CSV injection)
+my @formulas = ('=HYPERLINK("http://evil.example/","statement")',
+                '+1+cmd|\' /C calc\'!A0', '@SUM(1+1)*cmd|\'/C calc\'!A0',
+                "\t=1+1", '-2+3+cmd|\' /C calc\'!A0');
+my $g = new_run(provider => 'stripe', currency => 'USD', day => '2024-03-14');
+for my $k (0 .. $#formulas) {
+    item($g, kind => 'deal_without_reference', key => "deal:live1:70$k",
+         severity => 'medium', movement => 'unattributed', amount => 1250,
+         currency => 'USD',
+         deals => [ { %$deal1, deal_ticket => 700 + $k, amount_minor => -1250,
+                      comment => $formulas[$k] } ]);
+}
+finish_run($g, 'breaks');
+
 # --- the reports --------------------------------------------------------
 
 my $conninfo = "host=127.0.0.1 port=" . $sb->pg_port
              . " dbname=mt5credit user=reporter";
-my @runs = ($ra, $rb, $cr, $d, $e, $f, 999999, $ra);
+my @runs = ($ra, $rb, $cr, $d, $e, $f, $g, 999999, $ra);
 my %ran;
 my @lines = `$under$driver '$conninfo' $out @runs`;
 for my $line (@lines) {
@@ -412,6 +426,23 @@ sub parse_csv {
     is($by{'dep:4'}{amount}, '', 'no amount: an empty field');
     is($by{'dep:4'}{run_id}, $ra, 'the run id on every line');
     like($by{'dep:4'}{case_id}, qr/^\d+$/, 'the case id');
+}
+
+{
+    my ($csv) = split / /, $ran{$g};
+    my $text = slurp($csv);
+    utf8::decode($text);
+    my $rows = parse_csv($text);
+    my @head = @{ shift @$rows };
+    my %by = map { my %h; @h{@head} = @$_; ($h{item_key} => \%h) } @$rows;
+    is(join(' | ', map { $by{"deal:live1:70$_"}{deal_comments} }
+                   0 .. $#formulas),
+       join(' | ', map { "'$_" } @formulas),
+       'a comment a spreadsheet would run (= + - @ tab first) is text: an '
+       . 'apostrophe first');
+    is(join(' ', map { $by{"deal:live1:70$_"}{deal_amounts} } 0 .. $#formulas),
+       join(' ', ('-12.50') x @formulas),
+       '... while an amount, -12.50, stays a number');
 }
 
 {

@@ -9,8 +9,11 @@
  * external resources: inline CSS, an inline SVG chart, and a few lines of
  * script for the kind filter that the page does not need to be read.
  * Everything that came from outside (item keys, deal comments, provider
- * ids) is HTML-escaped; in the CSV it is quoted as RFC 4180 says and
- * otherwise left exactly as it is.
+ * ids) is HTML-escaped; in the CSV it is quoted as RFC 4180 says, and a
+ * cell a spreadsheet would run as a formula (=, +, -, @, a tab or a CR
+ * first, and not a plain number such as -12.50) starts with an
+ * apostrophe: a deal comment "=HYPERLINK(...)" is text when a person opens
+ * the file, never a link or a command.
  *
  * Output depends only on the run's rows, so the same run gives the same
  * bytes every time (no "generated at" stamp).
@@ -321,6 +324,7 @@ static int mc_rr_json(mc_rr_t *rr, PGresult *res, int col,
 static int mc_rr_csv_item(mc_rr_t *rr, PGresult *res, json_t *settlement,
     json_t *credit, json_t *deals);
 static void mc_rr_csv(FILE *f, const char *s, size_t len, int first);
+static int mc_rr_csv_formula(const char *s, size_t len);
 static int mc_rr_csv_json(mc_rr_t *rr, json_t *obj, const char *key);
 static int mc_rr_csv_amount(mc_rr_t *rr, json_t *obj, const char *key,
     const char *currency_key);
@@ -1314,29 +1318,40 @@ mc_rr_csv_item(mc_rr_t *rr, PGresult *res, json_t *settlement,
 }
 
 
-/* RFC 4180: quoted when it holds a comma, a quote, CR or LF */
+/*
+ * RFC 4180: quoted when it holds a comma, a quote, CR or LF; a formula's
+ * first character turned into text by a leading apostrophe (OWASP's CSV
+ * injection advice), quoted too.
+ */
 
 static void
 mc_rr_csv(FILE *f, const char *s, size_t len, int first)
 {
     size_t  i;
+    int     formula;
 
     if (!first) {
         putc(',', f);
     }
 
-    for (i = 0; i < len; i++) {
+    formula = mc_rr_csv_formula(s, len);
+
+    for (i = 0; i < len && !formula; i++) {
         if (s[i] == ',' || s[i] == '"' || s[i] == '\r' || s[i] == '\n') {
             break;
         }
     }
 
-    if (i == len) {
+    if (i == len && !formula) {
         fwrite(s, 1, len, f);
         return;
     }
 
     putc('"', f);
+
+    if (formula) {
+        putc('\'', f);
+    }
 
     for (i = 0; i < len; i++) {
         if (s[i] == '"') {
@@ -1346,6 +1361,37 @@ mc_rr_csv(FILE *f, const char *s, size_t len, int first)
     }
 
     putc('"', f);
+}
+
+
+/* a cell a spreadsheet would run: = + - @ TAB CR first, not a number */
+
+static int
+mc_rr_csv_formula(const char *s, size_t len)
+{
+    size_t  i, digits;
+
+    if (len == 0 || s[0] == '\0' || strchr("=+-@\t\r", s[0]) == NULL) {
+        return 0;
+    }
+
+    if (s[0] != '-' && s[0] != '+') {
+        return 1;
+    }
+
+    /* [+-]digits[.digits]: an amount, which a spreadsheet reads as one */
+    digits = 0;
+    for (i = 1; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+        digits++;
+    }
+
+    if (i < len && s[i] == '.' && digits > 0) {
+        for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+            /* the fraction */
+        }
+    }
+
+    return digits == 0 || i != len;
 }
 
 
