@@ -68,6 +68,8 @@ static char *ngx_mt5_credit_status(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_mt5_credit_load_secrets(ngx_conf_t *cf,
     ngx_mt5_credit_loc_conf_t *lcf);
 static void ngx_mt5_credit_cleanse_keys(void *data);
+static void ngx_mt5_credit_secret_mode(ngx_log_t *log, const char *directive,
+    ngx_str_t *path, ngx_file_info_t *fi);
 static char *ngx_mt5_credit_check_key(ngx_conf_t *cf, void *post,
     void *data);
 static char *ngx_mt5_credit_check_timeout(ngx_conf_t *cf, void *post,
@@ -626,6 +628,9 @@ ngx_mt5_credit_console_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
     if (ngx_fd_info(fd, &fi) != NGX_FILE_ERROR
         && ngx_file_size(&fi) <= 4096)
     {
+        ngx_mt5_credit_secret_mode(cf->log, "mt5_credit_console_key_file",
+                                   &path, &fi);
+
         buf = ngx_pnalloc(cf->temp_pool, (size_t) ngx_file_size(&fi) + 1);
         if (buf != NULL) {
             n = ngx_read_fd(fd, buf, (size_t) ngx_file_size(&fi));
@@ -1619,6 +1624,9 @@ ngx_mt5_credit_load_secrets(ngx_conf_t *cf, ngx_mt5_credit_loc_conf_t *lcf)
         goto failed;
     }
 
+    ngx_mt5_credit_secret_mode(cf->log, "mt5_credit_secret_file", &path,
+                               &fi);
+
     buf = ngx_pnalloc(cf->temp_pool, (size_t) ngx_file_size(&fi) + 1);
     if (buf == NULL) {
         goto failed;
@@ -1719,6 +1727,28 @@ failed:
     }
 
     return NGX_CONF_ERROR;
+}
+
+
+/*
+ * A secret every user of the host can read is a secret no longer: said
+ * at nginx -t and at every start (the master reads it as root, so the
+ * file needs no bit for others).
+ */
+static void
+ngx_mt5_credit_secret_mode(ngx_log_t *log, const char *directive,
+    ngx_str_t *path, ngx_file_info_t *fi)
+{
+    ngx_uint_t  mode;
+
+    mode = ngx_file_access(fi);
+
+    if (mode & 0007) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "%s \"%V\" is readable by every user of this host "
+                      "(mode %ui%ui%ui): chmod o-rwx", directive, path,
+                      (mode >> 6) & 7, (mode >> 3) & 7, mode & 7);
+    }
 }
 
 

@@ -229,6 +229,19 @@ static const mc_key_t  mc_server_keys[] = {
 };
 
 
+/* the keys given so far, by section (0: the main one), to refuse twice */
+typedef struct {
+    int   n;
+    struct {
+        int   section;
+        char  key[48];
+    }     keys[512];
+} mc_config_seen_t;
+
+static int mc_config_seen(mc_config_seen_t *seen, int section,
+    const char *key);
+static int mc_config_file(const char *key, char *value, size_t size,
+    char *err, size_t errlen);
 static char *mc_config_trim(char *s);
 static int mc_config_set(const mc_key_t *keys, void *base, const char *key,
     const char *value, char *err, size_t errlen);
@@ -299,9 +312,11 @@ mc_config_defaults(mc_config_t *cfg)
 int
 mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
 {
-    int                  lineno, rc;
+    int                  lineno, rc, section;
     char                 line[2048], *p, *eq, *key, *value;
     FILE                *f;
+    size_t               len;
+    mc_config_seen_t     seen;
     mc_server_config_t  *server;
 
     mc_config_defaults(cfg);
@@ -314,11 +329,21 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
     }
 
     server = NULL;
+    section = 0;
     lineno = 0;
     rc = 0;
+    memset(&seen, 0, sizeof(seen));
 
     while (fgets(line, sizeof(line), f) != NULL) {
         lineno++;
+
+        len = strlen(line);
+        if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
+            snprintf(err, errlen, "%s:%d: a line longer than %zu bytes",
+                     path, lineno, sizeof(line) - 2);
+            rc = -1;
+            break;
+        }
 
         p = mc_config_trim(line);
 
@@ -353,6 +378,7 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
             }
 
             server = &cfg->servers[cfg->nservers++];
+            section = cfg->nservers;
             snprintf(server->name, sizeof(server->name), "%s", name);
             server->tls_verify = 1;
             server->sessions = 2;
@@ -372,12 +398,30 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
         key = mc_config_trim(p);
         value = mc_config_trim(eq + 1);
 
-        /* a value may be quoted, e.g. a conninfo with spaces */
-        if (value[0] == '"' && strlen(value) >= 2
-            && value[strlen(value) - 1] == '"')
-        {
-            value[strlen(value) - 1] = '\0';
+        /* a value may be quoted, e.g. a conninfo with spaces: whole */
+        len = strlen(value);
+        if (value[0] == '"' || (len > 0 && value[len - 1] == '"')) {
+            if (len < 2 || value[0] != '"' || value[len - 1] != '"'
+                || memchr(value + 1, '"', len - 2) != NULL)
+            {
+                snprintf(err, errlen, "%s:%d: %s: a value is quoted whole, "
+                         "\"like this\", with no quote inside", path,
+                         lineno, key);
+                rc = -1;
+                break;
+            }
+
+            value[len - 1] = '\0';
             value++;
+        }
+
+        /* a key given twice would leave one of the two silently unused */
+        if (mc_config_seen(&seen, section, key) != 0) {
+            snprintf(err, errlen, "%s:%d: %s is given twice in %s%s%s", path,
+                     lineno, key, server ? "[server " : "the main section",
+                     server ? server->name : "", server ? "]" : "");
+            rc = -1;
+            break;
         }
 
         if (server != NULL) {
@@ -408,11 +452,20 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
 
 
 int
-mc_config_need_servers(const mc_config_t *cfg, char *err, size_t errlen)
+mc_config_need_servers(mc_config_t *cfg, char *err, size_t errlen)
 {
+    int  i;
+
     if (cfg->nservers == 0) {
         snprintf(err, errlen, "%s: no [server <name>] section", cfg->path);
         return -1;
+    }
+
+    /* read here, by the commands that talk to MT5, and only by them */
+    for (i = 0; i < cfg->nservers; i++) {
+        if (mc_config_password(&cfg->servers[i], err, errlen) != 0) {
+            return -1;
+        }
     }
 
     return 0;
@@ -454,6 +507,69 @@ mc_config_usage(FILE *f)
 }
 
 
+/* 0 the first time a section gives a key, -1 after (or past the table) */
+static int
+mc_config_seen(mc_config_seen_t *seen, int section, const char *key)
+{
+    int  i;
+
+    for (i = 0; i < seen->n; i++) {
+        if (seen->keys[i].section == section
+            && strcmp(seen->keys[i].key, key) == 0)
+        {
+            return -1;
+        }
+    }
+
+    if (seen->n == (int) (sizeof(seen->keys) / sizeof(seen->keys[0]))) {
+        return 0;
+    }
+
+    seen->keys[seen->n].section = section;
+    snprintf(seen->keys[seen->n].key, sizeof(seen->keys[0].key), "%s", key);
+    seen->n++;
+
+    return 0;
+}
+
+
+/*
+ * A *_file key's "%d/<name>": systemd's credentials directory
+ * ($CREDENTIALS_DIRECTORY, LoadCredential=), as a unit file's %d means;
+ * 0, or -1 with the reason.
+ */
+static int
+mc_config_file(const char *key, char *value, size_t size, char *err,
+    size_t errlen)
+{
+    char         path[1024];
+    const char  *dir;
+
+    if (strncmp(value, "%d/", 3) != 0) {
+        return 0;
+    }
+
+    dir = getenv("CREDENTIALS_DIRECTORY");
+    if (dir == NULL || dir[0] == '\0') {
+        snprintf(err, errlen, "%s \"%s\": %%d is systemd's credentials "
+                 "directory, and $CREDENTIALS_DIRECTORY is not set (the "
+                 "unit's LoadCredential=)", key, value);
+        return -1;
+    }
+
+    if ((size_t) snprintf(path, sizeof(path), "%s/%s", dir, value + 3)
+        >= size)
+    {
+        snprintf(err, errlen, "%s: %s/%s is too long", key, dir, value + 3);
+        return -1;
+    }
+
+    memcpy(value, path, strlen(path) + 1);
+
+    return 0;
+}
+
+
 static char *
 mc_config_trim(char *s)
 {
@@ -481,6 +597,7 @@ mc_config_set(const mc_key_t *keys, void *base, const char *key,
 {
     long             n;
     char            *end;
+    size_t           len;
     const mc_key_t  *k;
 
     for (k = keys; k->name; k++) {
@@ -503,6 +620,13 @@ mc_config_set(const mc_key_t *keys, void *base, const char *key,
         }
 
         strcpy((char *) base + k->offset, value);
+
+        len = strlen(key);
+        if (len > 5 && strcmp(key + len - 5, "_file") == 0) {
+            return mc_config_file(key, (char *) base + k->offset, k->size,
+                                  err, errlen);
+        }
+
         return 0;
 
     case MC_KEY_BOOL:
@@ -700,10 +824,6 @@ mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
         {
             snprintf(err, errlen, "%s: [server %s] url must start with "
                      "https://", cfg->path, s->name);
-            return -1;
-        }
-
-        if (mc_config_password(s, err, errlen) != 0) {
             return -1;
         }
 

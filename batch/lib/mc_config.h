@@ -110,8 +110,12 @@ int mc_config_load(const char *path, mc_config_t *cfg, char *err,
 
 mc_server_config_t *mc_config_server(mc_config_t *cfg, const char *name);
 
-/* the commands that talk to MT5 need a server: -1 with the reason if none */
-int mc_config_need_servers(const mc_config_t *cfg, char *err, size_t errlen);
+/*
+ * The commands that talk to MT5 need a server, and its password, read
+ * here (a command that does not talk to MT5 reads none): -1 with the
+ * reason.
+ */
+int mc_config_need_servers(mc_config_t *cfg, char *err, size_t errlen);
 
 /* prints every key with its meaning and default, for --help */
 void mc_config_usage(FILE *f);
