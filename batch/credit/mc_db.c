@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc_clock.h"
 #include "mc_db.h"
 #include "mc_log.h"
 #include "mc_pgconn.h"
@@ -19,7 +20,20 @@ struct mc_db_s {
     PGconn        *conn;
     unsigned long  generation;    /* connections made so far */
     unsigned       in_flight:1;   /* a statement sent, not yet read */
+
+    /* connects that failed in a row, and when the next may be tried */
+    unsigned       failures;
+    int64_t        retry_at;      /* monotonic ms */
 };
+
+
+/*
+ * A database that is down is tried again 1, 2, 4 ... s later, at most
+ * every 30 s: each try forks a backend where one listens (a standby
+ * being promoted), and logs an error
+ */
+#define MC_DB_RETRY_FIRST_MS  1000
+#define MC_DB_RETRY_MAX_MS    30000
 
 
 /* mc_db_item() reads them by position; a pick may add its own after */
@@ -86,23 +100,43 @@ mc_db_close(mc_db_t *db)
 int
 mc_db_ready(mc_db_t *db)
 {
+    int64_t  now, wait;
+
     if (db->conn != NULL && PQstatus(db->conn) == CONNECTION_OK) {
         return 0;
     }
 
     if (db->conn != NULL) {
         PQfinish(db->conn);
+        db->conn = NULL;
+    }
+
+    now = mc_now_ms();
+    if (db->failures > 0 && now < db->retry_at) {
+        return -1;
     }
 
     db->conn = mc_pgconn_connect(db->conninfo);
     db->generation++;
 
     if (PQstatus(db->conn) != CONNECTION_OK) {
-        mc_log(MC_LOG_ERROR, "database: %s",
-               PQerrorMessage(db->conn));
+        mc_log(MC_LOG_ERROR, "database: %s", PQerrorMessage(db->conn));
         PQfinish(db->conn);
         db->conn = NULL;
+
+        wait = (int64_t) MC_DB_RETRY_FIRST_MS
+               << (db->failures < 5 ? db->failures : 5);
+
+        db->failures++;
+        db->retry_at = now + (wait < MC_DB_RETRY_MAX_MS ? wait
+                                                        : MC_DB_RETRY_MAX_MS);
         return -1;
+    }
+
+    if (db->failures > 0) {
+        mc_log(MC_LOG_INFO, "database: connected again after %u failed "
+               "tr%s", db->failures, db->failures == 1 ? "y" : "ies");
+        db->failures = 0;
     }
 
     return 0;

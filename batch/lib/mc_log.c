@@ -1,17 +1,32 @@
 /*
  * Copyright (C) mt5-credit
+ *
+ * One event is one line, and one journal entry: a message's own line
+ * breaks (libpq's errors carry two or three) become spaces.  Under
+ * systemd (stderr is the journal stream JOURNAL_STREAM names) each line
+ * starts with its syslog priority, "<3>" for an ERROR, so `journalctl -p
+ * err` finds errors.  A WARN or ERROR that repeats the one just before
+ * it is counted, not written again: the count goes out with the next
+ * other line, or with the same line once a minute.
  */
 
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "mc_clock.h"
 #include "mc_log.h"
+
+
+/* a repeated line is written again, with its count, at most this often */
+#define MC_LOG_REPEAT_MS  60000
 
 
 /*
@@ -21,6 +36,18 @@
 static mc_log_level_e  mc_log_level = MC_LOG_INFO;
 static char            mc_log_name[64] = "mt5credit";
 static int             mc_log_json;
+static int             mc_log_journal = -1;    /* -1: not yet known */
+
+/* the last WARN or ERROR written, and how often it came again since */
+static struct {
+    mc_log_level_e  level;
+    char            msg[1024];
+    unsigned long   repeats;
+    int64_t         written_ms;
+} mc_log_last;
+
+/* syslog priorities (sd-daemon(3)) by level */
+static const int    mc_log_priorities[] = { 7, 6, 4, 3, 1 };
 
 /* the words a line names its subject with, as fields of its object */
 static const char  *mc_log_fields[] = {
@@ -75,41 +102,108 @@ static size_t mc_log_json_str(char *out, size_t size, const char *s,
     size_t len);
 
 
+static int mc_log_journal_stream(void);
+static void mc_log_write(mc_log_level_e level, const char *msg);
+static void mc_log_flatten(char *msg);
+
+
 void
 mc_log(mc_log_level_e level, const char *fmt, ...)
 {
-    char            line[8192], msg[4096], ts[32];
-    size_t          n;
-    va_list         ap;
-    struct tm       tm;
-    struct timeval  tv;
+    char      msg[4096], note[160];
+    size_t    len;
+    int64_t   now;
+    va_list   ap;
 
     if (level < mc_log_level) {
         return;
     }
 
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+
+    mc_log_flatten(msg);
+
+    now = mc_now_ms();
+
+    if (level >= MC_LOG_WARN && level < MC_LOG_ALERT
+        && level == mc_log_last.level && mc_log_last.written_ms != 0
+        && strncmp(msg, mc_log_last.msg, sizeof(mc_log_last.msg) - 1) == 0)
+    {
+        mc_log_last.repeats++;
+
+        if (now - mc_log_last.written_ms < MC_LOG_REPEAT_MS) {
+            return;
+        }
+
+        len = strlen(msg);
+        if (len > sizeof(msg) - 64) {
+            len = sizeof(msg) - 64;
+        }
+
+        snprintf(msg + len, sizeof(msg) - len, " (%lu times in %lds)",
+                 mc_log_last.repeats,
+                 (long) ((now - mc_log_last.written_ms) / 1000));
+        mc_log_write(level, msg);
+        mc_log_last.repeats = 0;
+        mc_log_last.written_ms = now;
+        return;
+    }
+
+    if (mc_log_last.repeats > 0) {
+        snprintf(note, sizeof(note), "the %s before this one came %lu more "
+                 "time%s", mc_log_last.level == MC_LOG_ERROR ? "error"
+                                                            : "warning",
+                 mc_log_last.repeats, mc_log_last.repeats == 1 ? "" : "s");
+        mc_log_write(mc_log_last.level, note);
+    }
+
+    mc_log_write(level, msg);
+
+    mc_log_last.repeats = 0;
+    mc_log_last.written_ms = 0;
+
+    if (level >= MC_LOG_WARN && level < MC_LOG_ALERT) {
+        mc_log_last.level = level;
+        snprintf(mc_log_last.msg, sizeof(mc_log_last.msg), "%s", msg);
+        mc_log_last.written_ms = now;
+    }
+}
+
+
+/* one line: the journal's priority, the text or JSON form, one write */
+static void
+mc_log_write(mc_log_level_e level, const char *msg)
+{
+    char            line[8192], ts[32];
+    size_t          n;
+    struct tm       tm;
+    struct timeval  tv;
+
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 
-    if (mc_log_json) {
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
+    n = 0;
 
-        n = mc_log_json_line(line, sizeof(line) - 1, ts,
-                             (long) (tv.tv_usec / 1000), level, msg);
+    if (mc_log_journal_stream()) {
+        n = (size_t) snprintf(line, sizeof(line), "<%d>",
+                              mc_log_priorities[level]);
+    }
+
+    if (mc_log_json) {
+        n += mc_log_json_line(line + n, sizeof(line) - n - 1, ts,
+                              (long) (tv.tv_usec / 1000), level, msg);
 
     } else {
-        n = (size_t) snprintf(line, sizeof(line), "%s.%03ldZ %s[%d] %s ",
-                              ts, (long) (tv.tv_usec / 1000), mc_log_name,
-                              (int) getpid(), mc_log_names[level]);
-
-        va_start(ap, fmt);
-        vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
-        va_end(ap);
-
-        n = strlen(line);
+        n += (size_t) snprintf(line + n, sizeof(line) - n - 1,
+                               "%s.%03ldZ %s[%d] %s %s", ts,
+                               (long) (tv.tv_usec / 1000), mc_log_name,
+                               (int) getpid(), mc_log_names[level], msg);
+        if (n > sizeof(line) - 2) {
+            n = sizeof(line) - 2;
+        }
     }
 
     /* one write per line: lines of several processes never interleave */
@@ -118,6 +212,70 @@ mc_log(mc_log_level_e level, const char *fmt, ...)
     if (write(STDERR_FILENO, line, n) < 0) {
         /* nowhere left to report it */
     }
+}
+
+
+/* line breaks inside a message (libpq's DETAIL, HINT) become spaces */
+static void
+mc_log_flatten(char *msg)
+{
+    char  *r, *w;
+
+    for (r = msg, w = msg; *r != '\0'; r++) {
+        if (*r == '\n' || *r == '\r') {
+            /* one space for a break and the indent after it */
+            while (r[1] == '\t' || r[1] == ' ' || r[1] == '\n'
+                   || r[1] == '\r')
+            {
+                r++;
+            }
+
+            if (r[1] != '\0' && w != msg && w[-1] != ' ') {
+                *w++ = ' ';
+            }
+            continue;
+        }
+
+        *w++ = *r;
+    }
+
+    /* a trailing break leaves no trailing space */
+    while (w != msg && w[-1] == ' ') {
+        w--;
+    }
+
+    *w = '\0';
+}
+
+
+/*
+ * stderr is the journal when JOURNAL_STREAM, set by systemd, names its
+ * device and inode (a shell that inherited the variable and redirected
+ * stderr is not: systemd.exec(5))
+ */
+static int
+mc_log_journal_stream(void)
+{
+    const char          *v;
+    unsigned long long   dev, ino;
+    struct stat          st;
+
+    if (mc_log_journal >= 0) {
+        return mc_log_journal;
+    }
+
+    mc_log_journal = 0;
+
+    v = getenv("JOURNAL_STREAM");
+    if (v != NULL && sscanf(v, "%llu:%llu", &dev, &ino) == 2
+        && fstat(STDERR_FILENO, &st) == 0
+        && (unsigned long long) st.st_dev == dev
+        && (unsigned long long) st.st_ino == ino)
+    {
+        mc_log_journal = 1;
+    }
+
+    return mc_log_journal;
 }
 
 
