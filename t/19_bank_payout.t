@@ -375,11 +375,11 @@ is($sb->sql1("SELECT kind || ' ' || severity FROM mt5credit.case WHERE "
                     open my $f, '<', $sb->dir . "/textfile/mt5credit-payout-$name.prom"
                         or die "no textfile: $!";
                     <$f> };
-    like($prom, qr/^mt5credit_provider_requests_total\{program="payout",provider="stripe",code="2xx"\} \d+$/m,
+    like($prom, qr/^mt5credit_provider_requests_total\{worker="[^"]+",program="payout",provider="stripe",code="2xx"\} \d+$/m,
          "the payout sender's own metrics: the refunds' provider");
-    like($prom, qr/^mt5credit_provider_requests_total\{program="payout",provider="bank",code="2xx"\} \d+$/m,
+    like($prom, qr/^mt5credit_provider_requests_total\{worker="[^"]+",program="payout",provider="bank",code="2xx"\} \d+$/m,
          '... and the rail\'s');
-    like($prom, qr/^mt5credit_program_last_round_timestamp_seconds\{program="payout"\} \d{10}$/m,
+    like($prom, qr/^mt5credit_program_last_round_timestamp_seconds\{worker="[^"]+",program="payout"\} \d{10}$/m,
          '... and its last round');
 
     # over HTTP too, while it runs (payout_metrics_listen)
@@ -392,7 +392,7 @@ is($sb->sql1("SELECT kind || ' ' || severity FROM mt5credit.case WHERE "
            $r = eval { $sb->http('GET', '/metrics', port => $mport) } // {};
            ($r->{status} // 0) == 200 }, 30),
        'the sender serves GET /metrics on payout_metrics_listen');
-    like($r->{body}, qr/^mt5credit_provider_requests_total\{program="payout",provider="bank",code="2xx"\} \d+$/m,
+    like($r->{body}, qr/^mt5credit_provider_requests_total\{worker="[^"]+",program="payout",provider="bank",code="2xx"\} \d+$/m,
          '... the rail\'s requests among them');
     is(Mt5Credit::Worker::stop($sb, 'px'), 0, '... and it stops on TERM');
     $said .= Mt5Credit::Worker::log_of($sb, 'px');

@@ -48,23 +48,31 @@ ok(-f $file, 'mt5credit-work-<worker_name>.prom written');
 is(scalar(() = glob("$dir/*.tmp.*")), 0, '... through a file renamed into place');
 my $m = do { local $/; open my $f, '<', $file or die; <$f> };
 
+# every sample carries worker="metrics1" first (two workers of a host
+# write two files, never the same series): checked below, then read past
 sub v {
     my ($sample) = @_;
+    $sample =~ s/^(\w+)\{/$1\{worker="metrics1",/
+        or $sample =~ s/^(\w+)$/$1\{worker="metrics1"\}/;
     return $m =~ /^\Q$sample\E ([\d.]+)$/m ? $1 : undef;
 }
+
+is(scalar(grep { !/^#/ && !/^\w+\{worker="metrics1"[,}]/ }
+          split /\n/, $m), 0,
+   'every sample names its worker (worker="metrics1"), first of its labels');
 
 my $ep = 'server="live1",endpoint="/api/trade/balance"';
 like($m, qr/^# TYPE mt5credit_worker_mt5_request_duration_seconds histogram$/m,
      'the MT5 request histogram');
 is(v("mt5credit_worker_mt5_request_duration_seconds_count{$ep}"), 3,
    '... three balance calls on live1');
-my @b = $m =~ /^mt5credit_worker_mt5_request_duration_seconds_bucket\{\Q$ep\E,le="[^"]+"\} (\d+)$/mg;
+my @b = $m =~ /^mt5credit_worker_mt5_request_duration_seconds_bucket\{worker="metrics1",\Q$ep\E,le="[^"]+"\} (\d+)$/mg;
 is(scalar @b, 12, '... in 12 buckets');
 is_deeply([ @b ], [ sort { $a <=> $b } @b ], '... cumulative');
 is($b[-1], 3, '... +Inf holds them all');
 ok(defined v("mt5credit_worker_mt5_request_duration_seconds_sum{$ep}"),
    '... with a _sum');
-like($m, qr/^mt5credit_worker_mt5_request_duration_seconds_count\{server="live1",endpoint="\/api\/user\/get"\} \d+$/m,
+like($m, qr/^mt5credit_worker_mt5_request_duration_seconds_count\{worker="metrics1",server="live1",endpoint="\/api\/user\/get"\} \d+$/m,
      'the other endpoints too (user/get)');
 is(v("mt5credit_worker_mt5_requests_total{$ep,outcome=\"ok\"}"), 2,
    'requests by outcome: 2 ok');
@@ -155,5 +163,17 @@ my $bad = $st->worker_config('metrics2', metrics_dir => $sb->dir . '/nowhere');
 ($rc, $out) = Mt5Credit::Worker::run($sb, 'work', '-c', $bad, '--once');
 is($rc, 0, 'a metrics_dir that does not exist: the round still runs');
 like($out, qr/WARN metrics: .*nowhere.*No such file/, '... and the log says why');
+
+# under a unit's UMask=0077 the collector (another user) still reads it
+{
+    my $old = umask 077;
+    my $c2 = $st->worker_config('metrics2', metrics_dir => $dir);
+    my ($rc2, $out2) = Mt5Credit::Worker::run($sb, 'work', '-c', $c2,
+                                              '--once');
+    umask $old;
+    is($rc2, 0, 'a worker round under umask 077') or diag $out2;
+    is(sprintf('%04o', (stat "$dir/mt5credit-work-metrics2.prom")[2] & 07777),
+       '0644', '... still writes its textfile 0644, for node-exporter');
+}
 
 done_testing;

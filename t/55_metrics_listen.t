@@ -46,8 +46,11 @@ sub scrape {
                      port => $port, timeout => 20);
 }
 
+# samples carry worker="m1" as their first label
 sub sample {
     my ($text, $name) = @_;
+    $name =~ s/^(\w+)\{/$1\{worker="m1",/
+        or $name =~ s/^(\w+)$/$1\{worker="m1"\}/;
     return $text =~ /^\Q$name\E (\S+)$/m ? $1 : undef;
 }
 

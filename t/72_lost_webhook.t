@@ -97,11 +97,11 @@ my $prom = do { local $/;
                 open my $f, '<', $sb->dir . '/textfile/mt5credit-poll-provider-w1.prom'
                     or die "no textfile: $!";
                 <$f> };
-like($prom, qr/^mt5credit_provider_requests_total\{program="poll-provider",provider="stripe",code="2xx"\} [1-9]\d*$/m,
+like($prom, qr/^mt5credit_provider_requests_total\{worker="[^"]+",program="poll-provider",provider="stripe",code="2xx"\} [1-9]\d*$/m,
      'its own metrics (metrics_dir): the provider\'s answers by status class');
-like($prom, qr/^mt5credit_provider_request_duration_seconds_count\{program="poll-provider",provider="stripe"\} [1-9]/m,
+like($prom, qr/^mt5credit_provider_request_duration_seconds_count\{worker="[^"]+",program="poll-provider",provider="stripe"\} [1-9]/m,
      '... their time');
-like($prom, qr/^mt5credit_program_last_round_timestamp_seconds\{program="poll-provider"\} \d{10}$/m,
+like($prom, qr/^mt5credit_program_last_round_timestamp_seconds\{worker="[^"]+",program="poll-provider"\} \d{10}$/m,
      '... and its last round');
 is(credits($kept) . ' ' . credits($lost), '1 1',
    'the lost payment is found by asking; the other is not credited again');
@@ -119,7 +119,7 @@ is(credits($kept) . ' ' . credits($lost), '1 1',
            $r = eval { $sb->http('GET', '/metrics', port => $mport) } // {};
            ($r->{status} // 0) == 200 }, 30),
        'poll-provider serves GET /metrics on query_metrics_listen');
-    like($r->{body}, qr/^mt5credit_program_last_round_timestamp_seconds\{program="poll-provider"\} \d{10}$/m,
+    like($r->{body}, qr/^mt5credit_program_last_round_timestamp_seconds\{worker="[^"]+",program="poll-provider"\} \d{10}$/m,
          '... its last round');
     like($r->{body}, qr/^# TYPE mt5credit_provider_request_duration_seconds histogram$/m,
          '... and its provider requests\' histogram');

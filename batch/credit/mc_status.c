@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -160,6 +161,16 @@ mc_status_print(const char *conninfo, int prometheus, FILE *out)
     }
 
     PQfinish(conn);
+
+    /* written last, by a run that read everything: a textfile whose
+       timer stopped keeps its old stamp, and the staleness alert sees it */
+    if (prometheus) {
+        fprintf(out, "# HELP mt5credit_status_timestamp_seconds When these "
+                "figures were read from the database.\n"
+                "# TYPE mt5credit_status_timestamp_seconds gauge\n"
+                "mt5credit_status_timestamp_seconds %lld\n",
+                (long long) time(NULL));
+    }
 
     return 0;
 }

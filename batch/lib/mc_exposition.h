@@ -21,6 +21,8 @@
 
 typedef struct {
     char            path[1024];     /* the textfile; "": none */
+    char            worker[160];    /* worker="...": the label's value,
+                                       escaped */
     mc_exporter_t  *http;           /* NULL: none */
     FILE           *f;              /* between begin and end */
     char           *buf;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mc_textfile.h"
@@ -34,6 +35,8 @@ mc_textfile_path(char *out, size_t size, const char *dir,
 FILE *
 mc_textfile_open(const char *path, char *tmp, size_t tmpsize)
 {
+    FILE  *f;
+
     if ((size_t) snprintf(tmp, tmpsize, "%s.tmp.%d", path, (int) getpid())
         >= tmpsize)
     {
@@ -41,7 +44,15 @@ mc_textfile_open(const char *path, char *tmp, size_t tmpsize)
         return NULL;
     }
 
-    return fopen(tmp, "w");
+    f = fopen(tmp, "w");
+
+    /* the collector (another user) reads it, whatever the unit's umask
+       (0077 for the programs' own files): metrics are no secret */
+    if (f != NULL) {
+        (void) fchmod(fileno(f), 0644);
+    }
+
+    return f;
 }
 
 
