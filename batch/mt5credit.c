@@ -9,6 +9,7 @@
  */
 
 
+#include <ctype.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "mc_alert.h"
 #include "mc_cases.h"
 #include "mc_events.h"
 #include "mc_pause.h"
@@ -74,6 +76,8 @@ static int mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_loop(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_testhook(const mc_command_t *cmd, int argc, char **argv);
 static int mc_cmd_backfill(const mc_command_t *cmd, int argc, char **argv);
+static int mc_cmd_unit_failed(const mc_command_t *cmd, int argc,
+    char **argv);
 static int mc_since(const char *s, int64_t now, int64_t *since);
 static const char *mc_config_path(const char *given);
 static mc_config_t *mc_config_open(const char *path, int need_servers,
@@ -172,6 +176,11 @@ static const mc_command_t  mc_commands[] = {
       "                       time 2026-11-30T12:00:00Z (default 24h; at\n"
       "                       most 30 days, what Stripe keeps)\n"
       MC_HELP_OPTION, 1, "mt5credit-backfill", NULL },
+
+    { "unit-failed", mc_cmd_unit_failed, "[-c FILE] UNIT",
+      "alert that a scheduled run gave up (its unit's\n"
+      "OnFailure=): the unit's retries within its day are spent",
+      MC_CONFIG_OPTION MC_HELP_OPTION, 1, "mt5credit-unit-failed", NULL },
 
     { "payout", mc_cmd_loop, "[-c FILE] [--once]",
       "send the payouts of withdrawals whose MT5 debit is done,\n"
@@ -928,4 +937,78 @@ mc_cmd_testhook(const mc_command_t *cmd, int argc, char **argv)
     (void) cmd;
 
     return mc_testhook_main(argc, argv);
+}
+
+
+/*
+ * A scheduled run (reconcile, backfill) that failed and spent its
+ * retries: OnFailure= runs this, and the alert pages a person the same
+ * day instead of the staleness alert two days later.
+ */
+static int
+mc_cmd_unit_failed(const mc_command_t *cmd, int argc, char **argv)
+{
+    int                 c, rc;
+    size_t              i;
+    const char         *path, *unit;
+    mc_config_t        *cfg;
+    mc_alert_config_t   alert;
+
+    static struct option  opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
+    };
+
+    path = NULL;
+
+    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': path = optarg; break;
+
+        case 'h':
+            mc_command_usage(cmd, stdout);
+            return 0;
+
+        default:
+            return mc_usage_error(cmd);
+        }
+    }
+
+    if (optind + 1 != argc) {
+        fprintf(stderr, "mt5credit unit-failed: which unit? "
+                "\"mt5credit unit-failed %%n\" in OnFailure=\n");
+        return mc_usage_error(cmd);
+    }
+
+    /* a unit name: [A-Za-z0-9@_.:-], nothing a log reader could trip on */
+    unit = argv[optind];
+    for (i = 0; unit[i] != '\0'; i++) {
+        if (!isalnum((unsigned char) unit[i])
+            && strchr("@_.:-\\", unit[i]) == NULL)
+        {
+            fprintf(stderr, "mt5credit unit-failed: \"%s\" is not a unit "
+                    "name\n", unit);
+            return 2;
+        }
+    }
+
+    cfg = mc_config_open(path, 0, 1, &rc);
+    if (cfg == NULL) {
+        return rc;
+    }
+
+    mc_run_setup(cfg, cmd->log_name);
+
+    alert.command = cfg->alert_command;
+    alert.url = cfg->alert_url;
+    alert.worker = cfg->worker_name;
+
+    mc_alert(&alert, "scheduled_run_failed", 0, "%s failed and spent its "
+             "retries: see journalctl -u %s; its work waits for a person "
+             "or the next run", unit, unit);
+
+    free(cfg);
+
+    return 0;
 }

@@ -24,6 +24,11 @@
 #     man page warning when formatted
 #   - units enabled or started by the package before anyone configured
 #     them (a worker with no database would restart for ever)
+#   - an upgrade stopping the enabled services and starting none (on
+#     29185f3 --no-start also ended restart-after-upgrade: the preinst
+#     stopped them, the postinst started nothing), or a removal leaving
+#     them running (no prerm)
+#   - a unit's Documentation= naming a file the package compressed away
 
 use strict;
 use warnings;
@@ -85,6 +90,8 @@ like(`dpkg-query -W -f='\${Provides}' nginx`, qr/\Q$abi\E/,
      "... which the installed nginx provides");
 like(field($deb{module}, 'Depends'), qr/\blibpq5\b.*|\blibhiredis/,
      '... and on the libraries it links (shlibs)');
+is(field($deb{module}, 'Recommends'), 'nginx',
+   '... and recommends the nginx it is a module of');
 
 is(field($deb{batch}, 'Package'), 'mt5credit', 'the batch package');
 is(field($deb{batch}, 'Version'), $version, '... version VERSION');
@@ -143,13 +150,15 @@ is_deeply([ sort grep { m{^/lib/systemd/system/.} } keys %$bc ],
                         mt5credit-backfill@.service
                         mt5credit-backfill@.timer
                         mt5credit-status-textfile.service
-                        mt5credit-status-textfile.timer) ],
+                        mt5credit-status-textfile.timer
+                        mt5credit-unit-failed@.service) ],
           'the systemd units, in /lib/systemd/system');
 ok(exists $bc->{'/usr/lib/sysusers.d/mt5credit.conf'},
    'the system user, as a sysusers.d file');
 is($bc->{'/etc/mt5credit/mt5credit.conf'} // '', '-rw-r----- root/root',
    '/etc/mt5credit/mt5credit.conf, mode 0640 (group set by postinst)');
-ok(exists $bc->{'/usr/share/doc/mt5credit/runbook.md.gz'}, 'the docs');
+ok(exists $bc->{'/usr/share/doc/mt5credit/runbook.md'},
+   'the docs, uncompressed: the units name them (Documentation=)');
 ok(!grep({ m{^/var/} } keys %$bc),
    'nothing in /var: the state directory is StateDirectory=');
 
@@ -166,7 +175,13 @@ ok(!grep({ m{^/var/} } keys %$bc),
          '... then gives the configuration to its group (statoverride)');
     ok(index($postinst, 'systemd-sysusers') < index($postinst,
        'dpkg-statoverride --update'), '... in that order');
-    unlike($postinst, qr/deb-systemd-invoke/, 'no unit is started');
+    like($postinst, qr/_dh_action=restart.*deb-systemd-invoke \$_dh_action 'mt5credit-payout\.service' .*'mt5credit-worker\.service'/s,
+         'an upgrade restarts the units on the new binary (deb-systemd-invoke '
+         . 'acts on enabled ones only: a fresh install starts none)');
+    ok(!-e "$ctl/preinst" || `cat $ctl/preinst` !~ /deb-systemd-invoke stop/,
+       '... and nothing stops them before it (no preinst stop)');
+    like(`cat $ctl/prerm`, qr/"\$1" = remove .*deb-systemd-invoke stop .*'mt5credit-worker\.service'/s,
+         'a removal stops them (prerm)');
     my @lines = split /\n/, $postinst;
     my @enable = grep { $lines[$_] =~ /deb-systemd-helper enable/ } 0..$#lines;
     my $guard = sub {    # the statement before it, past comments
