@@ -152,6 +152,22 @@ Mt5Credit::Worker::stop($sb, $_) for qw(ops1 ops2 ops3);
 }
 
 {
+    # a scheduled run that spent its retries: its unit's OnFailure= runs
+    # "mt5credit unit-failed %n", which pages the same way
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'unit-failed', '-c', $c1,
+                                            'mt5credit-reconcile@stripe.service');
+    is($rc, 0, 'unit-failed: a scheduled run that gave up is alerted');
+    like($out, qr/ALERT alert=scheduled_run_failed .*mt5credit-reconcile\@stripe\.service failed and spent its retries/,
+         '... naming the unit in the log');
+    open my $fh, '<', $alerts;
+    my $sent = do { local $/; <$fh> } // '';
+    like($sent, qr/^scheduled_run_failed 0$/m, '... and through alert_command');
+    ($rc, $out) = Mt5Credit::Worker::run($sb, 'unit-failed', '-c', $c1,
+                                         'x; rm -rf /');
+    is($rc, 2, '... a unit name it is not: exit 2');
+}
+
+{
     # the same through alert_url: a POSTed JSON object
     my $listener = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1',
                                          LocalPort => 0, Proto => 'tcp',
