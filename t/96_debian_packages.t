@@ -137,7 +137,7 @@ is($bc->{'/usr/bin/mt5credit'} // '', '-rwxr-xr-x root/root',
    'mt5credit in /usr/bin');
 ok(exists $bc->{'/usr/share/man/man1/mt5credit.1.gz'}, '... its man page');
 my @sql = grep { m{^/usr/share/mt5credit/sql/\d{3}_\w+\.sql$} } keys %$bc;
-is(scalar @sql, scalar(my @src = glob("$ROOT/sql/*.sql")),
+is(scalar @sql, scalar(my @src = glob("$ROOT/sql/[0-9][0-9][0-9]_*.sql")),
    'every migration in /usr/share/mt5credit/sql (' . scalar(@sql) . ')');
 is($bc->{'/usr/share/mt5credit/sql/migrate'} // '', '-rwxr-xr-x root/root',
    '... and migrate, executable');

@@ -41,8 +41,10 @@ ok($modules, "nginx's modules directory: $modules");
 ok(-f "$stage$modules/ngx_mt5_credit_module.so",
    'the module, where the packaged nginx loads modules from');
 ok(-x "$stage/usr/local/bin/mt5credit", 'mt5credit in bin');
-my @sql = glob("$stage/usr/local/share/mt5credit/sql/*.sql");
-is(scalar @sql, scalar(my @src = glob('sql/*.sql')),
+my @sql = glob("$stage/usr/local/share/mt5credit/sql/[0-9][0-9][0-9]_*.sql");
+ok(-f "$stage/usr/local/share/mt5credit/sql/structure.sql",
+   'the schema as one document (structure.sql)');
+is(scalar @sql, scalar(my @src = glob('sql/[0-9][0-9][0-9]_*.sql')),
    'every migration (' . scalar(@sql) . ')');
 ok(-x "$stage/usr/local/share/mt5credit/sql/migrate", '... and migrate');
 ok(-f "$stage/usr/local/share/doc/mt5credit/runbook.md", 'the docs');
