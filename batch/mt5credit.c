@@ -25,6 +25,7 @@
 #include "mc_events.h"
 #include "mc_pause.h"
 #include "mc_persons.h"
+#include "mc_retention.h"
 #include "mc_withdrawals.h"
 #include "mc_config.h"
 #include "mc_log.h"
@@ -205,6 +206,19 @@ static const mc_command_t  mc_commands[] = {
       "received), replay through ingest's rules (never a\n"
       "second credit)",
       NULL, 0, NULL, NULL },
+
+    { "retention", mc_cmd_cases,
+      "[--days N] [--reports DIR] [--report-days N]",
+      "empty webhook bodies past N days (their digests kept;\n"
+      "not those an open case or an unfinished credit needs),\n"
+      "and remove reconciliation reports past theirs",
+      "  -c, --config FILE    desk_database and recon_out from it\n"
+      "      --database INFO  a libpq conninfo (a member of\n"
+      "                       mt5credit_retention)\n"
+      "      --days N         90 to 3650 (400)\n"
+      "      --reports DIR    the reports directory (recon_out)\n"
+      "      --report-days N  (400)\n"
+      MC_HELP_OPTION, 0, NULL, NULL },
 
     { "pause", mc_cmd_cases, "server|provider|kind NAME --reason TEXT",
       "the kill switch: no credit of that MT5 server, provider or\n"
@@ -871,6 +885,10 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
 
     } else if (strcmp(cmd->name, "persons") == 0) {
         rc = mc_persons_main(argc, argv, database);
+
+    } else if (strcmp(cmd->name, "retention") == 0) {
+        rc = mc_retention_main(argc, argv, database,
+                               cfg != NULL ? cfg->recon_out : NULL);
 
     } else {
         rc = mc_cases_main(argc, argv, database);

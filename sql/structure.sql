@@ -7443,6 +7443,68 @@ $$;
 ALTER FUNCTION mt5credit.resolve_unresolved(p_id bigint, p_attempt integer, p_case_kind text, p_worker text, p_detail jsonb, p_retry_seconds integer) OWNER TO mt5credit_owner;
 
 --
+-- Name: retention_redact(integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.retention_redact(p_days integer) RETURNS TABLE(redacted bigint, held_by_cases bigint, conflicts bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_before  timestamptz;
+BEGIN
+    IF p_days IS NULL OR p_days < 90 OR p_days > 3650 THEN
+        RAISE EXCEPTION 'retention: bodies are kept 90 to 3650 days, not %',
+                        coalesce(p_days::text, 'none')
+            USING ERRCODE = 'MC150',
+                  HINT = 'reconciliation looks back 62 days and replays '
+                         'settled events';
+    END IF;
+
+    v_before := clock_timestamp() - make_interval(days => p_days);
+
+    CREATE TEMP TABLE retention_old ON COMMIT DROP AS
+    SELECT e.id,
+           EXISTS (SELECT 1 FROM "case" k
+                   WHERE k.status <> 'resolved'
+                     AND (k.webhook_event_id = e.id
+                          OR (e.credit_id IS NOT NULL
+                              AND k.credit_id = e.credit_id))) AS held
+    FROM webhook_event e
+    LEFT JOIN mt5_credit c ON c.id = e.credit_id
+    WHERE e.received_at < v_before
+      AND e.body_redacted_at IS NULL
+      AND (c.id IS NULL OR c.status IN ('done', 'failed'));
+
+    UPDATE webhook_event e
+    SET raw_body = ''::bytea, body_redacted_at = clock_timestamp()
+    FROM retention_old o
+    WHERE e.id = o.id AND NOT o.held;
+    GET DIAGNOSTICS redacted = ROW_COUNT;
+
+    UPDATE webhook_event_conflict x
+    SET raw_body = ''::bytea, body_redacted_at = clock_timestamp()
+    FROM retention_old o
+    WHERE x.event_id = o.id AND NOT o.held AND x.body_redacted_at IS NULL;
+    GET DIAGNOSTICS conflicts = ROW_COUNT;
+
+    SELECT count(*) INTO held_by_cases FROM retention_old WHERE held;
+
+    RETURN NEXT;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.retention_redact(p_days integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: FUNCTION retention_redact(p_days integer); Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON FUNCTION mt5credit.retention_redact(p_days integer) IS 'Empties the bodies of events older than p_days (90..3650) that no open case and no unfinished credit needs; their digests stay (070)';
+
+
+--
 -- Name: reversal_check(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -8377,6 +8439,35 @@ $_$;
 ALTER FUNCTION mt5credit.uri_component(p text) OWNER TO mt5credit_owner;
 
 --
+-- Name: webhook_event_conflict_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.webhook_event_conflict_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE'
+       OR (NEW.id, NEW.event_id, NEW.body_sha256, NEW.signature_scheme,
+           NEW.signed_at, NEW.received_at)
+          IS DISTINCT FROM
+          (OLD.id, OLD.event_id, OLD.body_sha256, OLD.signature_scheme,
+           OLD.signed_at, OLD.received_at)
+       OR OLD.body_redacted_at IS NOT NULL
+       OR NEW.raw_body <> ''::bytea OR NEW.body_redacted_at IS NULL
+    THEN
+        RAISE EXCEPTION 'a conflicting webhook body is evidence: it is never '
+                        'changed, only redacted once'
+            USING ERRCODE = 'MC013';
+    END IF;
+
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.webhook_event_conflict_guard() OWNER TO mt5credit_owner;
+
+--
 -- Name: webhook_event_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -8384,16 +8475,23 @@ CREATE FUNCTION mt5credit.webhook_event_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF (NEW.provider, NEW.provider_event_id, NEW.event_type, NEW.raw_body,
+    IF (NEW.provider, NEW.provider_event_id, NEW.event_type,
         NEW.body_sha256, NEW.signature_scheme, NEW.signed_at, NEW.received_at,
         NEW.request_id)
        IS DISTINCT FROM
-       (OLD.provider, OLD.provider_event_id, OLD.event_type, OLD.raw_body,
+       (OLD.provider, OLD.provider_event_id, OLD.event_type,
         OLD.body_sha256, OLD.signature_scheme, OLD.signed_at, OLD.received_at,
         OLD.request_id)
+       OR (NEW.raw_body IS DISTINCT FROM OLD.raw_body
+           AND NOT (OLD.body_redacted_at IS NULL
+                    AND NEW.raw_body = ''::bytea
+                    AND NEW.body_redacted_at IS NOT NULL))
+       OR (NEW.body_redacted_at IS DISTINCT FROM OLD.body_redacted_at
+           AND OLD.body_redacted_at IS NOT NULL)
     THEN
         RAISE EXCEPTION 'webhook event % is evidence: its content is '
-                        'immutable', OLD.id
+                        'immutable (its body may only be redacted, once)',
+                        OLD.id
             USING ERRCODE = 'MC013';
     END IF;
 
@@ -10809,12 +10907,14 @@ CREATE TABLE mt5credit.webhook_event (
     credit_id bigint,
     detail text,
     request_id mt5credit.request_id,
+    body_redacted_at timestamp with time zone,
     CONSTRAINT webhook_event_body_sha256_check CHECK ((length(body_sha256) = 32)),
     CONSTRAINT webhook_event_check CHECK (((disposition <> ALL (ARRAY['credit_created'::text, 'already_credited'::text])) OR (credit_id IS NOT NULL))),
     CONSTRAINT webhook_event_disposition_check CHECK ((disposition = ANY (ARRAY['credit_created'::text, 'already_credited'::text, 'ignored'::text, 'case_opened'::text, 'status_recorded'::text]))),
     CONSTRAINT webhook_event_event_type_check CHECK (((length(event_type) >= 1) AND (length(event_type) <= 255))),
     CONSTRAINT webhook_event_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT webhook_event_provider_event_id_check CHECK (((length(provider_event_id) >= 1) AND (length(provider_event_id) <= 255))),
+    CONSTRAINT webhook_event_redacted_empty CHECK (((body_redacted_at IS NULL) OR (raw_body = '\x'::bytea))),
     CONSTRAINT webhook_event_signature_scheme_check CHECK ((signature_scheme = ANY (ARRAY['stripe'::text, 'standard'::text, 'hmac-sha256'::text, 'api'::text])))
 );
 
@@ -10826,6 +10926,13 @@ ALTER TABLE mt5credit.webhook_event OWNER TO mt5credit_owner;
 --
 
 COMMENT ON TABLE mt5credit.webhook_event IS 'Signed provider events, raw bytes as received, unique per provider event id; append-only.';
+
+
+--
+-- Name: COLUMN webhook_event.body_redacted_at; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.webhook_event.body_redacted_at IS 'When its body was removed under the retention policy (070); its digest stays';
 
 
 --
@@ -10841,7 +10948,9 @@ CREATE TABLE mt5credit.webhook_event_conflict (
     signed_at timestamp with time zone,
     received_at timestamp with time zone DEFAULT now() NOT NULL,
     request_id mt5credit.request_id,
-    CONSTRAINT webhook_event_conflict_body_sha256_check CHECK ((length(body_sha256) = 32))
+    body_redacted_at timestamp with time zone,
+    CONSTRAINT webhook_event_conflict_body_sha256_check CHECK ((length(body_sha256) = 32)),
+    CONSTRAINT webhook_event_conflict_redacted_empty CHECK (((body_redacted_at IS NULL) OR (raw_body = '\x'::bytea)))
 );
 
 
@@ -12349,10 +12458,10 @@ CREATE TRIGGER webhook_event_append_only BEFORE DELETE ON mt5credit.webhook_even
 
 
 --
--- Name: webhook_event_conflict webhook_event_conflict_append_only; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+-- Name: webhook_event_conflict webhook_event_conflict_guard; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE TRIGGER webhook_event_conflict_append_only BEFORE DELETE OR UPDATE ON mt5credit.webhook_event_conflict FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+CREATE TRIGGER webhook_event_conflict_guard BEFORE DELETE OR UPDATE ON mt5credit.webhook_event_conflict FOR EACH ROW EXECUTE FUNCTION mt5credit.webhook_event_conflict_guard();
 
 
 --
@@ -12961,6 +13070,7 @@ GRANT USAGE ON SCHEMA mt5credit TO mt5credit_recon;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_query;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_console;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_person_admin;
+GRANT USAGE ON SCHEMA mt5credit TO mt5credit_retention;
 
 
 --
@@ -14116,6 +14226,14 @@ GRANT ALL ON FUNCTION mt5credit.resolve_unresolved(p_id bigint, p_attempt intege
 
 
 --
+-- Name: FUNCTION retention_redact(p_days integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.retention_redact(p_days integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.retention_redact(p_days integer) TO mt5credit_retention;
+
+
+--
 -- Name: FUNCTION reversal_check(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14292,6 +14410,13 @@ REVOKE ALL ON FUNCTION mt5credit.totp_uri(p_person text, p_secret bytea) FROM PU
 --
 
 REVOKE ALL ON FUNCTION mt5credit.uri_component(p text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION webhook_event_conflict_guard(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.webhook_event_conflict_guard() FROM PUBLIC;
 
 
 --
