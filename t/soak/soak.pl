@@ -293,6 +293,16 @@ if ($n_wd) {
 # made in the part of time the restore takes back
 my $approvals_open = !$chaos{rollback};
 
+# approvals the database lost (a restore, a failover) are given again by
+# the same two people: the withdrawal is prepared again there, and its
+# debit, which the lost timeline may have made, is looked up first (037)
+sub approve_again {
+    my %queued = map { $_->[0] => 1 } @to_approve;
+    push @to_approve, grep { !$queued{ $_->[0] } } @{ $sb->psql(
+        "SELECT reference, prepared_digest FROM mt5credit.withdrawal "
+        . "WHERE status = 'prepared'") };
+}
+
 sub approve_some {
     my ($all) = @_;
     return unless $approvals_open;
@@ -512,11 +522,7 @@ if ($chaos{rollback}) {
     system('rm', '-rf', $data) == 0 or die 'restore';
     system('mv', "$data-snapshot", $data) == 0 or die 'restore';
     $sb->start_postgres;
-    # what the restore took back is approved again, by the same two people
-    my %queued = map { $_->[0] => 1 } @to_approve;
-    push @to_approve, grep { !$queued{ $_->[0] } } @{ $sb->psql(
-        "SELECT reference, prepared_digest FROM mt5credit.withdrawal "
-        . "WHERE status = 'prepared'") };
+    approve_again();
     $did{'database rollback (snapshot restored)'}++;
     note('the snapshot is back: the database went back in time');
 }
@@ -555,6 +561,7 @@ if ($chaos{failover}) {
     print $c 'port = ' . $sb->pg_port . "\n";
     close $c;
     $sb->start_postgres;
+    approve_again();
     $did{'database failover (async standby promoted)'}++;
     note('the primary crashed; its standby was promoted in its place');
 }
