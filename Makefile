@@ -439,6 +439,13 @@ install: $(MODULE_SO) $(MT5CREDIT)
 	    $(DESTDIR)$(SHAREDIR)/console/
 	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 docs/examples/* $(DESTDIR)$(DOCDIR)/examples/
+	# the alert rules, their tests and the dashboard, where minimal
+	# images (which drop /usr/share/doc) keep them
+	install -d $(DESTDIR)$(SHAREDIR)/monitoring
+	install -m 0644 docs/examples/mt5credit-alerts.yml \
+	    docs/examples/mt5credit-alerts.test.yml \
+	    docs/examples/mt5credit-dashboard.json \
+	    $(DESTDIR)$(SHAREDIR)/monitoring/
 	install -m 0644 batch/mt5credit.conf.example \
 	    $(DESTDIR)$(SHAREDIR)/examples/mt5credit.conf
 	for f in ngx_mt5_credit_module/conf/*.conf; do \

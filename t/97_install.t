@@ -60,6 +60,9 @@ like(`cat $stage/usr/local/share/mt5credit/examples/mt5credit-console.conf`,
      '... which its example serves');
 ok(-f "$stage/usr/local/share/doc/mt5credit/examples/mt5credit-alerts.yml",
    'the alert rules');
+ok(-f "$stage/usr/local/share/mt5credit/monitoring/mt5credit-alerts.yml"
+   && -f "$stage/usr/local/share/mt5credit/monitoring/mt5credit-dashboard.json",
+   '... and under share/mt5credit/monitoring, which minimal images keep');
 my @units = map { s{.*/}{}r }
             glob("$stage/usr/local/lib/systemd/system/mt5credit-*");
 is_deeply([ sort @units ],

@@ -236,6 +236,13 @@ isnt($rc, 0, '... nothing running as mt5credit');
 run('install', '-d', '-o', 'mt5credit', '-g', 'mt5credit', '-m', '0750',
     '/var/lib/mt5credit');
 run('sh', '-c', 'echo claim > /var/lib/mt5credit/worker-host1.state');
+# a template timer's instance, enabled as "systemctl enable
+# mt5credit-reconcile@stripe.timer" links it
+my $wants = '/etc/systemd/system/timers.target.wants';
+my $made_wants = !-d $wants;
+run('install', '-d', $wants);
+run('ln', '-sf', '/lib/systemd/system/mt5credit-reconcile@.timer',
+    "$wants/mt5credit-reconcile\@stripe.timer");
 
 # --- remove ---------------------------------------------------------------------
 
@@ -264,6 +271,9 @@ is($rc, 0, 'nginx -t after the purge') or diag $out;
 ok(-f '/var/lib/mt5credit/worker-host1.state',
    "a worker's last claim is kept (evidence; docs/runbook.md)");
 ok(defined getpwnam('mt5credit'), 'the system user stays, as Debian\'s do');
+ok(!-l "$wants/mt5credit-reconcile\@stripe.timer",
+   "an enabled template timer's link does not dangle after the purge");
+run('rmdir', $wants) if $made_wants;
 
 # what the test itself left: the state file and, if it made it, the user
 run('rm', '-rf', '/var/lib/mt5credit');
