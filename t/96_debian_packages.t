@@ -141,6 +141,10 @@ is(scalar @sql, scalar(my @src = glob("$ROOT/sql/[0-9][0-9][0-9]_*.sql")),
    'every migration in /usr/share/mt5credit/sql (' . scalar(@sql) . ')');
 is($bc->{'/usr/share/mt5credit/sql/migrate'} // '', '-rwxr-xr-x root/root',
    '... and migrate, executable');
+ok(exists $bc->{'/usr/share/mt5credit/monitoring/mt5credit-alerts.yml'}
+   && exists $bc->{'/usr/share/mt5credit/monitoring/mt5credit-dashboard.json'},
+   'the alert rules and the dashboard in /usr/share/mt5credit/monitoring, '
+   . 'which minimal images keep');
 is_deeply([ sort grep { m{^/lib/systemd/system/.} } keys %$bc ],
           [ map { "/lib/systemd/system/$_" }
                 sort qw(mt5credit-worker.service mt5credit-payout.service
