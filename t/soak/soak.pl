@@ -504,6 +504,15 @@ sub wait_chaos {
 
 my $sender_fail = run_phase('payments', \@phase1, $o{duration});
 
+# the chaos is drawn at random: a run whose draws spared every worker
+# still kills one, mid-work, before the database goes back in time
+if ($chaos{kill} && !$did{'worker SIGKILL'}) {
+    my $w = $workers[rand @workers];
+    Mt5Credit::Worker::kill9($sb, $w);
+    Mt5Credit::Worker::start($sb, $w, $conf{ $host_of{$w} });
+    $did{'worker SIGKILL'}++;
+}
+
 # one rollback: the database is snapshotted once every payment's webhook
 # is stored, the work goes on under the chaos, then the snapshot comes
 # back (a restore, an asynchronous failover).  Credits made meanwhile are
