@@ -77,7 +77,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 libmicrohttpd-dev openssl curl valgrind \
                 wrk procps iproute2 chromium systemd faketime \
                 clang libclang-rt-14-dev pgbouncer \
-                debhelper dpkg-dev lintian zbar-tools
+                debhelper dpkg-dev lintian zbar-tools prometheus-node-exporter
 
 .PHONY: all module batch sim unit shims deps demo test test-unit bench bench-peer soak \
         fuzz fuzz-build install static check-upstream deb deb-check promtool \

@@ -12,6 +12,12 @@
 #     stops because its metrics cannot be written
 #   - status's credit latency histogram falling (a credit counted twice,
 #     or dropped as it ages), or its sum other than the credits' own times
+#   - a restarted default-named worker (host:pid: an upgrade restarts
+#     every one) leaving its old textfile behind, its stamp frozen, so
+#     node-exporter serves it forever and the staleness alert pages for
+#     a process that stopped as it should; or a start removing a file of
+#     a live process, of another host, or of a name given in the
+#     configuration
 
 use strict;
 use warnings;
@@ -174,6 +180,43 @@ like($out, qr/WARN metrics: .*nowhere.*No such file/, '... and the log says why'
     is($rc2, 0, 'a worker round under umask 077') or diag $out2;
     is(sprintf('%04o', (stat "$dir/mt5credit-work-metrics2.prom")[2] & 07777),
        '0644', '... still writes its textfile 0644, for node-exporter');
+}
+
+# default-named workers (host:pid): a clean stop takes its file along,
+# a start removes those of this host's processes that are gone
+{
+    use Sys::Hostname qw(hostname);
+    (my $host = hostname()) =~ s/[^A-Za-z0-9_.-]/_/g;
+    my $dead = 4194000;
+    $dead++ while kill(0, $dead) || $!{EPERM};
+    my %planted = (
+        gone    => "$dir/mt5credit-work-${host}_$dead.prom",
+        live    => "$dir/mt5credit-work-${host}_$$.prom",
+        other   => "$dir/mt5credit-work-otherhost_$dead.prom",
+        payout  => "$dir/mt5credit-payout-${host}_$dead.prom",
+    );
+    for (values %planted) {
+        open my $f, '>', $_ or die "$_: $!";
+        print $f "mt5credit_worker_last_round_timestamp_seconds 1\n";
+        close $f;
+    }
+    my $c3 = $st->worker_config('', metrics_dir => $dir);
+    my $pay = $st->pay(login => 71001, amount => 1234);
+    my ($rc3, $out3) = Mt5Credit::Worker::run($sb, 'work', '-c', $c3,
+                                              '--once');
+    is($rc3, 0, 'a default-named worker round') or diag $out3;
+    ok(!-e $planted{gone}, 'its start removed the file of this host\'s '
+       . "worker $dead, whose process is gone");
+    like($out3, qr/INFO metrics: \S+_$dead\.prom removed: its process $dead is gone/,
+         '... and said so');
+    ok(-e $planted{live} && -e $planted{other} && -e $planted{payout},
+       '... not a live process\'s, another host\'s, nor another program\'s');
+    ok(-e $file, '... nor a named worker\'s');
+    is(scalar(grep { !/_$$\.prom$/ }
+              glob("$dir/mt5credit-work-${host}_*.prom")), 0,
+       'its own file went with it when it stopped (its name never comes '
+       . 'back)');
+    like($out3, qr/credit=$pay .*done/, '... after a round that wrote it');
 }
 
 done_testing;

@@ -346,7 +346,7 @@ CONF
 # --- systemd-analyze verify, inside the root ----------------------------------------
 
 SKIP: {
-    skip 'systemd-analyze is not installed', 2
+    skip 'systemd-analyze is not installed', 11
         unless -x '/usr/bin/systemd-analyze';
     # the root has our units and binary; the targets they name and
     # /bin/sh come from this machine's systemd
@@ -375,6 +375,24 @@ SKIP: {
     like($out, qr{Command /usr/bin/mt5credit is not executable},
          '... which verify really looks for inside the root');
     rename("$root/usr/bin/mt5credit.moved", "$root/usr/bin/mt5credit") or die;
+
+    # every service under the same sandbox: the reconcile unit scored 3.5
+    # against 1.8 for the rest, with no reason (issue 31); a unit that
+    # loses a protection shows here
+    for my $unit (qw(mt5credit-worker.service mt5credit-payout.service
+                     mt5credit-poll-provider.service
+                     mt5credit-reconcile@stripe.service
+                     mt5credit-backfill@stripe.service
+                     mt5credit-status-textfile.service
+                     mt5credit-unit-failed@x.service)) {
+        ($rc, $out) = sh("cd $u && systemd-analyze security --offline=true "
+                         . "--root=$root $unit");
+        my ($score) = $out =~ /Overall exposure level for \S+: ([\d.]+)/;
+        ok(defined $score && $score <= 1.8,
+           "systemd-analyze security: $unit exposure "
+           . ($score // '?') . ', at most 1.8 like every unit')
+            or diag $out;
+    }
 }
 
 # --- the packaged migrations build the schema ---------------------------------------

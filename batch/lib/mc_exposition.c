@@ -7,13 +7,26 @@
  * refuse the same series twice.  Each program's last round is a stamp
  * of its own (mt5credit_worker_last_round_timestamp_seconds,
  * mt5credit_program_last_round_timestamp_seconds): stale, not quiet.
+ *
+ * A textfile lives as long as its process.  The default name is
+ * host:pid, so every restart (an upgrade restarts every worker) would
+ * leave the last process's file behind, its stamp frozen: node-exporter
+ * would serve it forever and the staleness alert would page for a
+ * process that stopped as it should.  A default-named process removes
+ * its file when it stops cleanly, and a start removes the files of this
+ * host's default-named processes of the same program that are gone
+ * (killed, crashed).  A name given in the configuration comes back: its
+ * file stays, and a stopped worker of that name is stale until it does.
  */
 
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mc_exposition.h"
 #include "mc_log.h"
@@ -22,6 +35,8 @@
 
 static char *mc_exposition_label(const char *text, size_t len,
     const char *worker, size_t *outlen);
+static void mc_exposition_prune(const char *dir, const char *program);
+static int mc_exposition_default_name(const char *name);
 
 
 int
@@ -46,6 +61,8 @@ mc_exposition_open(mc_exposition_t *x, const mc_config_t *cfg,
     if (cfg->metrics_dir[0] != '\0') {
         mc_textfile_path(x->path, sizeof(x->path), cfg->metrics_dir,
                          program, cfg->worker_name);
+        mc_exposition_prune(cfg->metrics_dir, program);
+        x->transient = mc_exposition_default_name(cfg->worker_name);
     }
 
     if (listen[0] != '\0') {
@@ -214,4 +231,91 @@ mc_exposition_close(mc_exposition_t *x)
 {
     mc_exporter_stop(x->http);
     x->http = NULL;
+
+    /* host:pid stopped: no process will ever write that file again */
+    if (x->transient && x->path[0] != '\0' && unlink(x->path) != 0
+        && errno != ENOENT)
+    {
+        mc_log(MC_LOG_WARN, "metrics: %s: %s", x->path, strerror(errno));
+    }
+    x->path[0] = '\0';
+}
+
+
+/* whether name is this process's default, host:pid (mc_config.c) */
+static int
+mc_exposition_default_name(const char *name)
+{
+    char  host[64], dflt[128];
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        strcpy(host, "worker");
+    }
+    host[sizeof(host) - 1] = '\0';
+    snprintf(dflt, sizeof(dflt), "%s:%d", host, (int) getpid());
+
+    return strcmp(name, dflt) == 0;
+}
+
+
+/*
+ * Removes "mt5credit-<program>-<host>_<pid>.prom" of this host whose
+ * process is gone: the file of a default-named process (host:pid,
+ * mc_config.c) that did not stop cleanly.
+ */
+static void
+mc_exposition_prune(const char *dir, const char *program)
+{
+    DIR            *d;
+    long            pid;
+    char            host[128], prefix[1024], path[1024], *end;
+    size_t          plen;
+    struct dirent  *e;
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        strcpy(host, "worker");
+    }
+    host[sizeof(host) - 1] = '\0';
+
+    /* the name of host:0 less "0.prom": the host's default prefix */
+    mc_textfile_path(prefix, sizeof(prefix), "", program, host);
+    plen = strlen(prefix) - strlen(".prom");
+    prefix[plen] = '\0';
+    if (plen + 1 >= sizeof(prefix)) {
+        return;
+    }
+    prefix[plen++] = '_';
+    prefix[plen] = '\0';
+
+    d = opendir(dir);
+    if (d == NULL) {
+        return;
+    }
+
+    while ((e = readdir(d)) != NULL) {
+        /* prefix starts with "/": the name as mc_textfile_path made it */
+        if (strncmp(e->d_name, prefix + 1, plen - 1) != 0) {
+            continue;
+        }
+
+        errno = 0;
+        pid = strtol(e->d_name + plen - 1, &end, 10);
+        if (errno != 0 || pid <= 1 || end == e->d_name + plen - 1
+            || strcmp(end, ".prom") != 0 || pid == (long) getpid())
+        {
+            continue;
+        }
+
+        if (kill((pid_t) pid, 0) == 0 || errno != ESRCH) {
+            continue;
+        }
+
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0) {
+            mc_log(MC_LOG_INFO, "metrics: %s removed: its process %ld is "
+                   "gone", path, pid);
+        }
+    }
+
+    (void) closedir(d);
 }

@@ -23,6 +23,8 @@ typedef struct {
     char            path[1024];     /* the textfile; "": none */
     char            worker[160];    /* worker="...": the label's value,
                                        escaped */
+    int             transient;      /* the default name, host:pid: the
+                                       file goes when the process does */
     mc_exporter_t  *http;           /* NULL: none */
     FILE           *f;              /* between begin and end */
     char           *buf;

@@ -1,0 +1,553 @@
+#!/usr/bin/perl
+#
+# The packages under a real systemd: an upgrade while the worker is
+# crediting, a removal, and Debian's node-exporter reading what the units
+# write.  systemd runs as PID 1 of a container made here (a private mount,
+# PID, UTS and IPC namespace over an overlay of this machine's root, so
+# nothing it installs or starts touches the machine), booted into a target
+# that starts only what the test enables.  Inside it, set up the way
+# docs/operations.md says: a Debian PostgreSQL cluster, the migrations,
+# login roles, /etc/mt5credit, the units enabled.  Impossible:
+#   - an upgrade that stops the enabled services and starts none (what
+#     dh_installsystemd --no-start did under compat 13, issue 31), or
+#     leaves one running the replaced binary
+#   - an upgrade in the middle of a balance call losing or doubling it:
+#     SIGTERM finishes the call in flight and records it; every payment
+#     paid before, during and after the upgrade is one deal in MT5
+#   - an upgrade that enables or starts a unit the administrator had not
+#   - "apt remove" leaving the worker or the timer running
+#   - the worker's and the status timer's textfiles not reaching Debian's
+#     node-exporter from inside their sandboxes (ProtectSystem=strict), or
+#     the worker's series without its worker label
+#   - docs/operations.md's setup steps failing when followed
+#
+# Run by t/run-tests as the user who started it (root in CI).  Needs root
+# (namespaces, mounts, dpkg inside the container): without it, skipped,
+# and under CI=true that is a failure.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Path qw(make_path);
+use File::Temp qw(tempdir);
+use HTTP::Tiny;
+use IO::Socket::INET;
+use JSON::PP;
+use POSIX qw(WNOHANG);
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+use lib dirname(__FILE__) . '/../lib';
+use Mt5Credit::Provider qw(stripe_event);
+
+my $ROOT = abs_path(dirname(__FILE__) . '/../..');
+my $DEB = "$ROOT/build/deb";
+my $SIM = "$ROOT/build/t/mt5sim";
+my $JSON = JSON::PP->new->canonical;
+
+sub need {
+    my ($why) = @_;
+    if ($ENV{CI}) {
+        fail("systemd container: $why");
+        done_testing();
+        exit 1;
+    }
+    plan skip_all => $why;
+}
+
+need('needs root: namespaces, an overlay mount, dpkg in the container')
+    unless $> == 0;
+my ($pkg) = glob("$DEB/mt5credit_*_amd64.deb");
+need("no package in $DEB: make deb") unless $pkg && -f $pkg;
+need("no simulator at $SIM: make sim") unless -x $SIM;
+need('prometheus-node-exporter is not installed: make deps')
+    unless -x '/usr/bin/prometheus-node-exporter';
+need('unshare or nsenter is missing')
+    unless -x '/usr/bin/unshare' && -x '/usr/bin/nsenter';
+
+# a command with no input: its exit status and its output
+sub run {
+    my (@cmd) = @_;
+    my $pid = open(my $fh, '-|') // die "fork: $!";
+    if ($pid == 0) {
+        open STDERR, '>&', \*STDOUT or die;
+        open STDIN, '<', '/dev/null' or die;
+        exec @cmd or exit 127;
+    }
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
+    return ($? >> 8, $out);
+}
+
+sub free_port {
+    for (1 .. 200) {
+        my $port = 20000 + int(rand(12000));
+        my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                      LocalPort => $port, ReuseAddr => 1)
+            or next;
+        close $s;
+        return $port;
+    }
+    die "no free port\n";
+}
+
+sub write_file {
+    my ($path, $text, $mode) = @_;
+    make_path(dirname($path));
+    open my $fh, '>', $path or die "$path: $!";
+    print $fh $text;
+    close $fh or die "$path: $!";
+    chmod $mode, $path if defined $mode;
+    return $path;
+}
+
+sub wait_until {
+    my ($what, $timeout, $cond) = @_;
+    my $until = time + $timeout;
+    while (time < $until) {
+        my $v = $cond->();
+        return $v if $v;
+        sleep 0.2;
+    }
+    diag "timed out ($timeout s): $what";
+    return;
+}
+
+# --- the container -----------------------------------------------------------------
+
+my $T = tempdir('mt5credit-systemd-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+chmod 0755, $T;
+make_path("$T/upper/etc/systemd/system", "$T/work", "$T/root");
+
+# what it boots into: the basic system and what the test enables, nothing
+# of this machine's own services
+write_file("$T/upper/etc/systemd/system/mt5test.target", <<'UNIT');
+[Unit]
+Description=mt5-credit test: the basic system and what the test enables
+Requires=basic.target
+After=basic.target
+AllowIsolate=yes
+UNIT
+
+write_file("$T/upper/etc/hostname", "mt5test\n");
+
+my $R = "$T/root";
+my $boot = <<"SH";
+set -e
+mount -t overlay overlay -o lowerdir=/,upperdir=$T/upper,workdir=$T/work $R
+mount -t proc proc $R/proc
+mount --rbind /sys $R/sys
+mount --rbind /dev $R/dev
+mount -t tmpfs -o mode=0755 tmpfs $R/run
+# the tree (its simulator) wherever it is: another mount is not in the
+# overlay
+mkdir -p $R$ROOT
+mount --bind $ROOT $R$ROOT
+mount -o remount,ro,bind $R$ROOT
+hostname mt5test
+cd $R
+mkdir -p oldroot
+pivot_root . oldroot
+umount -l /oldroot
+exec env -i container=mt5test PATH=/usr/sbin:/usr/bin:/sbin:/bin \\
+    /lib/systemd/systemd --system --unit=mt5test.target \\
+    --log-target=console --show-status=false
+SH
+
+my $upid = fork // die "fork: $!";
+if ($upid == 0) {
+    setpgrp(0, 0);
+    open STDIN, '<', '/dev/null';
+    open STDOUT, '>', "$T/boot.log";
+    open STDERR, '>&', \*STDOUT;
+    exec 'unshare', '--mount', '--pid', '--fork', '--uts', '--ipc',
+         '--propagation', 'private', 'sh', '-c', $boot;
+    exit 127;
+}
+my $pid1;
+
+END {
+    # PID 1 of a namespace takes every process in it along, and its
+    # mounts go with the namespace
+    my $rc = $?;
+    if ($upid) {
+        kill 'KILL', $pid1 if $pid1;
+        kill 'KILL', -$upid;
+        waitpid($upid, 0);
+    }
+    $? = $rc;
+}
+
+wait_until('the container\'s systemd', 30, sub {
+    ($pid1) = `pgrep -P $upid` =~ /(\d+)/;
+    return $pid1 && readlink("/proc/$pid1/exe") // '' =~ /systemd$/
+        ? $pid1 : undef;
+}) or BAIL_OUT("no systemd came up:\n" . `cat $T/boot.log`);
+my $C = "/proc/$pid1/root";     # the container's file system, from here
+
+sub inside {
+    my (@cmd) = @_;
+    return run('nsenter', '-t', $pid1, '-m', '-p', '-u', '-i', '--',
+               '/usr/bin/env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin',
+               'LANG=C.UTF-8', 'SYSTEMD_PAGER=', @cmd);
+}
+
+sub inside_ok {
+    my ($what, @cmd) = @_;
+    my ($rc, $out) = inside(@cmd);
+    is($rc, 0, $what) or diag "@cmd:\n$out";
+    return $out;
+}
+
+my ($rc, $out);
+wait_until('the boot', 60, sub {
+    ($rc, $out) = inside('systemctl', 'is-system-running');
+    return $out =~ /^(running|degraded)/;
+});
+like($out, qr/^running/, 'systemd is PID 1 of the container and the boot '
+     . 'finished with no failed unit') or diag `cat $T/boot.log`,
+    (inside('systemctl', '--failed', '--no-legend'))[1];
+
+sub unit_prop {
+    my ($unit, $prop) = @_;
+    my ($rc, $out) = inside('systemctl', 'show', '-p', $prop, '--value',
+                            $unit);
+    chomp $out;
+    return $out;
+}
+
+# --- the simulator: MT5 for the container, HTTPS on this machine's loopback ---------
+
+my $sim_port = free_port();
+my $sim_ctl = free_port();
+my $tls = "$C/etc/mt5sim/tls";
+make_path($tls);
+my $ec = '-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';
+for my $cmd (
+    "openssl req -x509 $ec -keyout $tls/ca.key -out $tls/ca.pem -days 2 "
+  . "-subj '/CN=mt5sim test CA' -addext basicConstraints=critical,CA:TRUE "
+  . "-addext keyUsage=critical,keyCertSign,cRLSign",
+    "openssl req $ec -keyout $tls/server.key -out $tls/server.csr "
+  . "-subj '/CN=localhost'",
+    "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' "
+  . "> $tls/ext.cnf && openssl x509 -req -in $tls/server.csr -CA "
+  . "$tls/ca.pem -CAkey $tls/ca.key -CAcreateserial -out $tls/server.pem "
+  . "-days 2 -extfile $tls/ext.cnf") {
+    ($rc, $out) = run('sh', '-c', $cmd);
+    die "$cmd:\n$out" if $rc;
+}
+write_file("$C/etc/mt5sim/config.json", $JSON->encode({
+    server_offset_minutes => 120,
+    total_key => 'total',
+    managers => [{ login => 1000, password => 'Password1',
+                   accountant => JSON::PP::true, groups => ['real\\*'] }],
+    groups => [{ group => 'real\\usd', currency => 'USD',
+                 currency_digits => 2 }],
+    accounts => [{ login => 71001, group => 'real\\usd', balance => '0.00',
+                   credit => '0.00', rights => 1, leverage => 100 }],
+}));
+make_path("$C/var/lib/mt5sim");
+inside_ok('the simulator runs as a transient unit',
+          'systemd-run', '--unit=mt5sim', '--quiet', $SIM,
+          '--config', '/etc/mt5sim/config.json', '--state', '/var/lib/mt5sim',
+          '--port', $sim_port, '--control-port', $sim_ctl,
+          '--tls-cert', '/etc/mt5sim/tls/server.pem',
+          '--tls-key', '/etc/mt5sim/tls/server.key', '--no-fsync');
+
+my $http = HTTP::Tiny->new(timeout => 10);
+sub sim {
+    my ($method, $path, $body) = @_;
+    my $r = $http->request($method, "http://127.0.0.1:$sim_ctl$path",
+        { defined $body ? (content => $JSON->encode($body)) : (),
+          headers => { 'Content-Type' => 'application/json' } });
+    die "simulator $method $path: $r->{status} $r->{content}\n"
+        unless $r->{success};
+    return $JSON->decode($r->{content});
+}
+wait_until('the simulator', 30, sub { eval { sim(GET => '/control/stats') } })
+    or BAIL_OUT('the simulator did not start: '
+                . (inside('journalctl', '-u', 'mt5sim', '--no-pager'))[1]);
+
+# --- the previous version, installed and set up as docs/operations.md says -----------
+
+# a container image's policy-rc.d (Docker's "exit 101") forbids every
+# start, stop and restart of a maintainer script; a host has none
+if (-e "$C/usr/sbin/policy-rc.d") {
+    inside_ok('the image\'s policy-rc.d removed, as on a host', 'rm',
+              '/usr/sbin/policy-rc.d');
+}
+
+# the version before this one: the same package under a lower version, so
+# dpkg runs an upgrade, with the maintainer scripts this tree builds on
+# both sides of it (prerm of the old, postinst of the new)
+my ($version) = `dpkg-deb -f $pkg Version` =~ /(\S+)/;
+my $prev_version = "$version~prev1";
+($rc, $out) = run('sh', '-c', "set -e; d=$T/prev; rm -rf \$d; "
+                  . "dpkg-deb -R $pkg \$d; "
+                  . "sed -i 's/^Version: .*/Version: $prev_version/' "
+                  . "\$d/DEBIAN/control; "
+                  . "dpkg-deb -b -Zxz \$d $C/tmp/mt5credit-prev.deb; "
+                  . "cp $pkg $C/tmp/mt5credit-new.deb");
+is($rc, 0, "the previous version $prev_version, repacked") or diag $out;
+
+inside_ok("dpkg -i mt5credit $prev_version",
+          'dpkg', '-i', '/tmp/mt5credit-prev.deb');
+is(unit_prop('mt5credit-worker.service', 'UnitFileState'), 'disabled',
+   '... its units installed, not enabled');
+is(unit_prop('mt5credit-worker.service', 'ActiveState'), 'inactive',
+   '... nor started');
+
+# PostgreSQL, the Debian way: a cluster of its own, on a free port
+my $pg_port = free_port();
+inside_ok('a PostgreSQL 15 cluster', 'pg_createcluster', '15', 'mt5',
+          '-p', $pg_port);
+inside_ok('... started by its unit', 'systemctl', 'start',
+          'postgresql@15-mt5.service');
+
+sub psql {
+    my ($sql, %v) = @_;
+    my $f = "/tmp/q-" . int(rand(1e9)) . '.sql';
+    write_file("$C$f", $sql, 0644);
+    my ($rc, $out) = inside('runuser', '-u', 'postgres', '--', 'psql', '-X',
+        '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-p', $pg_port,
+        '-d', $v{db} // 'mt5credit',
+        (map { ('-v', "$_=$v{$_}") } grep { $_ ne 'db' } sort keys %v),
+        '-f', $f);
+    unlink "$C$f";
+    die "psql: $out\n$sql\n" if $rc;
+    chomp $out;
+    return $out;
+}
+
+psql('CREATE DATABASE mt5credit', db => 'postgres');
+inside_ok('migrate, from the package, as the docs say',
+          'runuser', '-u', 'postgres', '--',
+          '/usr/share/mt5credit/sql/migrate', '-p', $pg_port,
+          '-d', 'mt5credit', '-h', '/run/postgresql');
+
+# step 2's login roles, exactly as docs/operations.md writes them (the
+# passwords filled in)
+my ($roles) = do {
+    local $/;
+    open my $fh, '<', "$ROOT/docs/operations.md" or die;
+    <$fh> =~ /^2\. Login roles.*?```sql\n(.*?)```/ms;
+};
+ok($roles, 'docs/operations.md: the login roles of step 2');
+(my $roles_sql = $roles // '') =~ s/PASSWORD '\.\.\.'/PASSWORD 'pw-test'/g;
+$roles_sql =~ s/^\s+//mg;
+is(eval { psql($roles_sql); 1 }, 1, '... created as written')
+    or diag $@;
+my ($worker_role) = ($roles // '') =~ /CREATE ROLE (\S+)\s+LOGIN[^;]*IN ROLE mt5credit_worker;/;
+ok($worker_role, "... one of them the worker's: " . ($worker_role // '?'));
+$worker_role //= 'none';
+
+# step 7's deployment tag, as written
+my ($tag_sql) = do {
+    local $/;
+    open my $fh, '<', "$ROOT/docs/operations.md" or die;
+    <$fh> =~ /^7\. Give the database its deployment tag.*?```sql\n(.*?)```/ms;
+};
+($tag_sql //= '') =~ s/^\s+//mg;
+like($tag_sql, qr/INSERT INTO mt5credit\.deployment/,
+     'docs/operations.md: step 7, the deployment tag');
+is(eval { psql($tag_sql); 1 }, 1, '... given as written') or diag $@;
+psql(q{SET ROLE mt5credit_portal;
+       SELECT mt5credit.register_account('alice', 'live1', 71001, 'USD');});
+
+# /etc/mt5credit: the secrets (0600, the service's user) and the
+# configuration, the package's example with this deployment's values
+write_file("$C/etc/mt5credit/live1.password", "Password1\n", 0600);
+write_file("$C/etc/mt5credit/worker.pgpass",
+           "127.0.0.1:$pg_port:mt5credit:$worker_role:pw-test\n", 0600);
+($rc, $out) = run('cp', "$tls/ca.pem", "$C/etc/mt5credit/live1-ca.pem");
+inside_ok('the secrets belong to the service\'s user', 'chown',
+          'mt5credit:mt5credit', '/etc/mt5credit/live1.password',
+          '/etc/mt5credit/worker.pgpass');
+my $conf = do { local $/; open my $fh, '<', "$C/etc/mt5credit/mt5credit.conf"
+                          or die; <$fh> };
+my %set = (
+    database => qq{"host=127.0.0.1 port=$pg_port dbname=mt5credit }
+              . qq{user=$worker_role passfile=/etc/mt5credit/worker.pgpass"},
+    deployment_tag => 'prod', metrics_dir => '/var/lib/prometheus/node-exporter',
+    call_timeout => 5, lease => 30, poll_interval => 1,
+    resolve_interval => 1, sweep_interval => 1, settle_margin => 1,
+    url => "https://127.0.0.1:$sim_port", manager => 1000,
+);
+for my $k (sort keys %set) {
+    $conf =~ s/^#?\Q$k\E = .*$/$k = $set{$k}/m
+        or $conf =~ s/^(\[server )/$k = $set{$k}\n\n$1/m;
+}
+$conf =~ s/^(redis|alert_command) = .*\n//mg;
+write_file("$C/etc/mt5credit/mt5credit.conf.new", $conf);
+inside_ok('mt5credit.conf edited in place (its mode and group kept)', 'sh',
+          '-c', 'cat /etc/mt5credit/mt5credit.conf.new '
+              . '> /etc/mt5credit/mt5credit.conf && '
+              . 'rm /etc/mt5credit/mt5credit.conf.new');
+
+# node-exporter: Debian's package and unit, on a free port, and its
+# textfile directory given to the service's group (docs/observability.md)
+my $nx_port = free_port();
+write_file("$C/etc/default/prometheus-node-exporter",
+           qq{ARGS="--web.listen-address=127.0.0.1:$nx_port }
+         . qq{--collector.disable-defaults --collector.textfile"\n});
+inside_ok('docs/observability.md: the textfile directory writable by '
+          . 'group mt5credit', 'sh', '-c',
+          'chgrp mt5credit /var/lib/prometheus/node-exporter && '
+        . 'chmod 0775 /var/lib/prometheus/node-exporter');
+inside_ok('node-exporter started by its unit', 'systemctl', 'start',
+          'prometheus-node-exporter.service');
+
+inside_ok('enable --now the worker and the status timer', 'systemctl',
+          'enable', '--now', 'mt5credit-worker.service',
+          'mt5credit-status-textfile.timer');
+wait_until('the worker running', 30, sub {
+    unit_prop('mt5credit-worker.service', 'ActiveState') eq 'active' });
+my $old_pid = unit_prop('mt5credit-worker.service', 'MainPID');
+ok($old_pid > 0, "the worker runs (pid $old_pid in the container)")
+    or diag((inside('journalctl', '-u', 'mt5credit-worker', '--no-pager'))[1]);
+
+# --- payments, before, during and after the upgrade ---------------------------------
+
+my $seq = 0;
+sub pay {
+    my $n = ++$seq;
+    my $dep = psql(q{SET ROLE mt5credit_portal;
+        SELECT reference FROM mt5credit.create_deposit('alice', :'k',
+            'stripe', 'live1', 71001, 1000 + :n, 'USD');},
+        k => "systemd-$n", n => $n);
+    my $body = stripe_event(deposit => $dep, amount => 1000 + $n,
+                            pi => "pi_systemd_$n");
+    my ($ev) = $body =~ /"id": "(evt_[^"]+)"/;
+    my $r = psql(q{SET ROLE mt5credit_ingest;
+        SELECT outcome FROM mt5credit.ingest('stripe', :'ev',
+            convert_to(:'body', 'UTF8'), 'stripe',
+            extract(epoch FROM now())::bigint);}, ev => $ev, body => $body);
+    return $r;
+}
+
+sub count_status {
+    my ($status) = @_;
+    return psql(q{SELECT count(*) FROM mt5credit.mt5_credit
+                  WHERE status = :'s'}, s => $status);
+}
+
+# every balance call takes 1.5 s: the upgrade comes while one is in flight
+sim(POST => '/control/fault', { kind => 'latency', ms => 1500, count => 0,
+                                endpoint => '/api/trade/balance' });
+my @outcomes = map { pay() } 1 .. 6;
+is(scalar(grep { /credit/ } @outcomes), 6, 'six payments stored, each with '
+   . 'its credit') or diag "@outcomes";
+
+wait_until('a credit done and the next in flight', 60, sub {
+    count_status('done') >= 2 && count_status('claimed') >= 1 });
+my $in_flight = count_status('claimed');
+ok($in_flight >= 1, "a balance call in flight ($in_flight claimed) when the "
+   . 'upgrade starts');
+
+my $t0 = time;
+my $up = inside_ok("apt's upgrade to $version: dpkg -i, while the worker "
+                   . 'is in a call', 'dpkg', '-i', '/tmp/mt5credit-new.deb');
+my $took = time - $t0;
+push @outcomes, map { pay() } 1 .. 4;
+
+my $new_pid = wait_until('the worker restarted', 60, sub {
+    my $p = unit_prop('mt5credit-worker.service', 'MainPID');
+    return $p > 0 && $p != $old_pid
+        && unit_prop('mt5credit-worker.service', 'ActiveState') eq 'active'
+        ? $p : undef;
+});
+ok($new_pid, "the upgrade restarted the enabled worker: pid $old_pid, now "
+   . ($new_pid // 'none') . sprintf(' (dpkg took %.1f s)', $took));
+is(unit_prop('mt5credit-worker.service', 'NRestarts'), 0,
+   '... a restart by the upgrade, not by a crash');
+my @exe = stat("$C/proc/" . ($new_pid // 0) . '/exe');
+my @bin = stat("$C/usr/bin/mt5credit");
+ok(@exe && @bin && $exe[1] == $bin[1] && $exe[0] == $bin[0],
+   '... and it runs the installed binary, not the replaced one');
+my $got_version = (inside("dpkg-query", "-W", "-f", q{${Version}}, "mt5credit"))[1];
+is($got_version,
+   $version, "... of version $version");
+
+my $journal = (inside('journalctl', '-u', 'mt5credit-worker.service',
+                      '--no-pager', '-o', 'cat'))[1];
+like($journal, qr/worker \S+ stopping: [1-9]\d* done/,
+     'the old worker finished its call and said so before it stopped (SIGTERM)')
+    or diag substr($journal, -4000);
+# the call in flight when SIGTERM came: made, and recorded by the worker
+# that made it, before it stopped
+my @old = grep { /\[\Q$old_pid\E\]/ } split /\n/, $journal;
+my ($last) = map { /credit=(\d+) .*trade\/balance/ ? $1 : () } reverse @old;
+ok($last && grep({ /credit=\Q$last\E .*: deal \d+, done/ } @old),
+   'the call in flight at SIGTERM (credit ' . ($last // '?') . ') recorded '
+   . 'done by the worker that made it');
+unlike($journal, qr/credit=\d+[^\n]*\bunknown\b|killed|SIGKILL|timed out/i,
+       '... no call left unknown, nothing killed') or diag substr($journal, -4000);
+
+for my $u (qw(mt5credit-status-textfile.timer)) {
+    is(unit_prop($u, 'ActiveState'), 'active', "$u still active after the "
+       . 'upgrade');
+}
+for my $u (qw(mt5credit-payout.service mt5credit-poll-provider.service)) {
+    is(unit_prop($u, 'ActiveState') . '/' . unit_prop($u, 'UnitFileState'),
+       'inactive/disabled', "$u: not enabled, so the upgrade started nothing");
+}
+
+wait_until('every credit done', 90, sub { count_status('done') == 10 });
+is(count_status('done'), 10, 'all ten payments credited')
+    or diag psql(q{SELECT string_agg(id || ' ' || status, ', ')
+                   FROM mt5credit.mt5_credit}),
+            (inside('journalctl', '-u', 'mt5credit-worker.service',
+                    '--no-pager', '-o', 'cat', '-n', '40'))[1];
+is(psql(q{SELECT count(*) FROM mt5credit.mt5_credit
+          WHERE status <> 'done'}), 0, '... none unknown, failed or pending');
+my %deals;
+$deals{ $_->{Comment} }++ for grep { $_->{Login} == 71001 }
+                              @{ sim(GET => '/control/ledger')->{deals} };
+is(scalar(keys %deals), 10, 'MT5 holds ten deals, one comment each');
+is(scalar(grep { $_ != 1 } values %deals), 0, '... none twice')
+    or diag explain \%deals;
+is(psql(q{SELECT count(*) FROM mt5credit.mt5_credit c
+          WHERE c.mt5_deal_ticket IS NULL}), 0,
+   '... and every credit records its ticket');
+is(psql(q{SELECT count(*) FROM mt5credit."case"
+          WHERE resolved_at IS NULL}), 0, 'no case opened');
+
+# --- node-exporter reads what the units wrote ----------------------------------------
+
+my $scrape = '';
+wait_until('both textfiles scraped', 60, sub {
+    my $r = $http->get("http://127.0.0.1:$nx_port/metrics");
+    $scrape = $r->{success} ? $r->{content} : '';
+    return $scrape =~ /^mt5credit_status_timestamp_seconds/m
+        && $scrape =~ /^mt5credit_credits\{kind="deposit",status="done"\} 10$/m
+        && $scrape =~ /^mt5credit_worker_\w+\{worker="mt5test:\d+"/m;
+});
+like($scrape, qr/^mt5credit_status_timestamp_seconds \S+$/m,
+     'node-exporter serves the status timer\'s textfile, with its stamp');
+like($scrape, qr/^mt5credit_credits\{kind="deposit",status="done"\} 10$/m,
+     '... and what it read: ten deposits done');
+like($scrape, qr/^mt5credit_worker_\w+\{worker="mt5test:\Q$new_pid\E"/m,
+     '... and the new worker\'s own series, labelled with its worker name');
+like($scrape, qr/^node_textfile_scrape_error 0$/m,
+     '... with no textfile error (no collision, nothing unreadable)');
+my @files = $scrape =~ /^node_textfile_mtime_seconds\{file="([^"]+)"\}/mg;
+ok((grep { $_ =~ /mt5credit\.prom$/ } @files),
+   "the status textfile's age is there for the staleness alert: @files");
+is(join(' ', map { m{(mt5credit-work-[^/]+)$} ? $1 : () } sort @files),
+   "mt5credit-work-mt5test_" . ($new_pid // '?') . '.prom',
+   '... and the worker\'s: the new process\'s only, the stopped one took '
+   . 'its file along (its stamp would have frozen, and paged)');
+
+# --- apt remove ---------------------------------------------------------------------
+
+inside_ok('apt remove: dpkg -r mt5credit', 'dpkg', '-r', 'mt5credit');
+for my $u (qw(mt5credit-worker.service mt5credit-status-textfile.timer)) {
+    is(unit_prop($u, 'ActiveState'), 'inactive', "$u stopped by the removal");
+}
+($rc, $out) = inside('pgrep', '-x', 'mt5credit');
+isnt($rc, 0, 'no mt5credit process left in the container') or diag $out;
+
+done_testing();
