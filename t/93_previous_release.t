@@ -32,6 +32,7 @@ use strict;
 use warnings;
 
 use File::Temp qw(tempdir);
+use POSIX ();
 use Test::More;
 use Time::HiRes qw(time);
 
@@ -39,6 +40,7 @@ use lib 't/lib';
 use Mt5Credit::Sandbox;
 use Mt5Credit::Stack;
 use Mt5Credit::Provider qw(stripe_event stripe_headers);
+use Mt5Credit::Settlement;
 use Mt5Credit::Worker;
 
 my $ROOT = $Mt5Credit::Sandbox::ROOT;
@@ -148,6 +150,57 @@ is($sb->sql1('SELECT max(version) FROM mt5credit.schema_migration'),
 cmp_ok($newest - $old_last, '>=', 1,
        "migrations since $prev{version}: " . ($newest - $old_last));
 
+# --- the previous release's schema, by its own migrate, beside this one --
+
+# What a program or a person of the previous release may use must still be
+# there for them: every function its group roles may call (by signature),
+# every table or view privilege they hold, every column and attribute (of
+# a table, a view or a composite type such as work_item) with its type.
+# Functions only the owner calls are the schema's own business.
+my %catalog = (
+    'function grant' => <<'SQL',
+SELECT r.rolname || ' ' || p.oid::regprocedure::text
+FROM pg_roles r CROSS JOIN pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = 'mt5credit' AND r.rolname LIKE 'mt5credit\_%'
+  AND r.rolname <> 'mt5credit_owner'
+  AND has_function_privilege(r.oid, p.oid, 'EXECUTE') ORDER BY 1
+SQL
+    'table grant' => <<'SQL',
+SELECT r.rolname || ' ' || x.priv || ' ' || c.relname
+FROM pg_roles r CROSS JOIN pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+CROSS JOIN (VALUES ('SELECT'), ('INSERT'), ('UPDATE'), ('DELETE')) x(priv)
+WHERE n.nspname = 'mt5credit' AND c.relkind IN ('r', 'v', 'm', 'p', 'S')
+  AND r.rolname LIKE 'mt5credit\_%' AND r.rolname <> 'mt5credit_owner'
+  AND has_table_privilege(r.oid, c.oid, x.priv) ORDER BY 1
+SQL
+    'column' => <<'SQL',
+SELECT c.relname || '.' || a.attname || ' '
+       || format_type(a.atttypid, a.atttypmod)
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'mt5credit' AND c.relkind IN ('r', 'v', 'm', 'p', 'c')
+  AND a.attnum > 0 AND NOT a.attisdropped ORDER BY 1
+SQL
+);
+Mt5Credit::Sandbox::run_cmd("$Mt5Credit::Sandbox::PGBIN/createdb", '-h',
+                            '127.0.0.1', '-p', $sb->pg_port, '-U', 'mt5',
+                            'previous');
+Mt5Credit::Sandbox::run_cmd("$tree/sql/migrate", '-h', '127.0.0.1', '-p',
+                            $sb->pg_port, '-U', 'mt5', '-d', 'previous');
+my $psb = Mt5Credit::Sandbox->new(pg_port => $sb->pg_port, db => 'previous');
+is($psb->sql1('SELECT max(version) FROM mt5credit.schema_migration'),
+   $old_last + 0, "$prev{version}'s schema, by its own migrate: $old_last");
+for my $what (sort keys %catalog) {
+    my %now = map { $_->[0] => 1 } @{ $sb->psql($catalog{$what}) };
+    my @then = map { $_->[0] } @{ $psb->psql($catalog{$what}) };
+    my @gone = grep { !$now{$_} } @then;
+    is(scalar @gone, 0, sprintf('every %s of %s (%d) is still there',
+                                $what, $prev{version}, scalar @then))
+        or diag(join "\n", @gone);
+}
+
 like($sb->error_log, qr/mt5_credit module \Q$prev{version}\E \(commit \Q$short\E\)/,
      "the edge on the stack is $prev{version}'s module");
 
@@ -156,6 +209,7 @@ my $nsb = Mt5Credit::Sandbox->new(pg_port => $sb->pg_port,
                                   redis_port => $sb->redis_port);
 my $secrets = $nsb->write_file('stripe.secret',
                                "$Mt5Credit::Stack::SECRET\n");
+chmod 0600, $secrets;
 my $new_edge_conf = <<"HTTP";
     mt5_credit_postgres "%%PG%%";
     mt5_credit_redis %%REDIS%%;
@@ -306,6 +360,18 @@ note('3: made by ' . join(', ', map { "$_: $by{$_}" } sort keys %by));
 is(join(' ', grep { $_ ne 'old' && $_ ne 'new' } sort keys %by), '',
    '3: ... by the two workers only');
 
+# the previous release's desk reads the events (events_list(), 039's call)
+{
+    local $Mt5Credit::Worker::BIN = $OLD_BIN;
+    my $pi = $three[0]{pi};
+    my ($rc, $out) = Mt5Credit::Worker::run(
+        $sb, 'events', '--database', 'host=127.0.0.1 port=' . $sb->pg_port
+        . ' dbname=mt5credit user=ops_alice', 'list', '--payment', $pi);
+    is($rc, 0, "3: the old 'mt5credit events list' runs") or diag($out);
+    is(scalar(() = $out =~ /^\d+\s+stripe\s/mg), 1,
+       '3: ... and lists the one event of a payment');
+}
+
 # --- 4. all upgraded: the old ones stopped ------------------------------------
 
 is($st->stop_worker('old'), 0, '4: the old worker stops cleanly');
@@ -317,6 +383,35 @@ ok(all_done(\@ids4), '4: the new worker credits them');
 is(join(' ', map { done_by($_) } @ids4), join(' ', ('new') x 8),
    '4: ... by itself');
 $st->stop_worker('new');
+
+# the previous release's reconciliation of the day, against a settlement
+# file of every payment (recon_window(), 040's call)
+{
+    local $Mt5Credit::Worker::BIN = $OLD_BIN;
+    my $at = time;
+    my $n = 0;
+    my @rows = map { { id => 'txn_prev_' . ++$n, category => 'charge',
+                       pi => $payment{$_}, at => $at, fee => 0,
+                       gross => $sb->sql1("SELECT paid_amount_minor FROM "
+                           . "mt5credit.mt5_credit WHERE id = $_") } }
+               sort { $a <=> $b } keys %payment;
+    my $conf = Mt5Credit::Worker::config($sb, 'recon',
+        servers => [ [ 'live1', $sim, recon_groups => 'real\\usd' ] ],
+        recon_database => '"host=127.0.0.1 port=' . $sb->pg_port
+                          . ' dbname=mt5credit user=recon"',
+        recon_out => $sb->dir, recon_match_window => 0);
+    my ($rc, $out) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
+        '--provider', 'stripe', '--day', POSIX::strftime('%Y-%m-%d',
+                                                         gmtime $at),
+        '--tz', 'UTC', '--currency', 'USD', '--format', 'stripe',
+        '--settlement', $sb->write_file('settlement.csv',
+            Mt5Credit::Settlement::stripe_csv(\@rows)),
+        '--control', $sb->write_file('control.csv',
+            Mt5Credit::Settlement::control_csv(\@rows)));
+    like($out, qr/^run \d+: reconciled /m,
+         "4: the old 'mt5credit reconcile' reconciles the day: "
+         . scalar(@rows) . ' payments') or diag($out);
+}
 
 # --- all of it ---------------------------------------------------------------
 
@@ -333,8 +428,10 @@ is(join(' ', grep { $refs{$_} != 1 } sort keys %refs), '',
    '... and one deal under each');
 
 # the logs: nothing that says a binary and the schema disagree
-my $schema_words = qr/does not exist|permission denied|violates|
-                      cannot|invalid input|wrong|mismatch|unexpected/xi;
+# (PostgreSQL's words for a name, a grant or a type that is not what a
+# statement expects, whatever level a program logs them at)
+my $schema_words = qr/does not exist|is not unique|permission denied|
+                      invalid input syntax|violates|cannot cast/xi;
 for my $w (qw(old new)) {
     my @errors = grep { /\b(ERROR|FATAL)\b/ || $_ =~ $schema_words }
                  split /\n/, $st->worker_log($w);
