@@ -24,6 +24,14 @@
 #     hanging by the new worker (one deal, done)
 #   - an error in any log that says the schema and a binary disagree
 #     (PostgreSQL's, the workers', nginx's)
+#   - a contraction too early, in any part of the previous release: its
+#     schema, built by its own migrate beside this one, and every
+#     function its group roles may call (by signature), every table
+#     grant, every column and type attribute must still be here.  On
+#     d727c81 049 and 067 had dropped events_list()'s and
+#     recon_window()'s 0.12.0 signatures: 0.12.0's `events list` and
+#     `reconcile` failed ("does not exist"); sql/072 brings them back,
+#     and both are run here
 #   - the pointer rotting: the commit must exist in the clone, be an
 #     ancestor of HEAD, carry the version named, and its migrations must
 #     be this tree's, unchanged (an applied migration is never edited)
