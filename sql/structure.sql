@@ -2677,6 +2677,30 @@ $$;
 ALTER FUNCTION mt5credit.event_show(p_event bigint) OWNER TO mt5credit_owner;
 
 --
+-- Name: events_list(text, text, text, text, timestamp with time zone, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_since timestamp with time zone, p_limit integer) RETURNS TABLE(id bigint, provider text, provider_event_id text, event_type text, signature_scheme text, received_at timestamp with time zone, disposition text, credit_id bigint, replays bigint, bytes integer, detail text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT * FROM mt5credit.events_list(p_provider, p_type, p_disposition,
+                                        p_payment, NULL::text, p_since,
+                                        NULL::timestamptz, NULL::text,
+                                        p_limit)
+$$;
+
+
+ALTER FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_since timestamp with time zone, p_limit integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: FUNCTION events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_since timestamp with time zone, p_limit integer); Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_since timestamp with time zone, p_limit integer) IS 'The previous release''s call of events_list() (039''s signature), kept as a wrapper (072)';
+
+
+--
 -- Name: events_list(text, text, text, text, text, timestamp with time zone, timestamp with time zone, text, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -6770,6 +6794,29 @@ $$;
 
 
 ALTER FUNCTION mt5credit.recon_tickets(p_run bigint) OWNER TO mt5credit_owner;
+
+--
+-- Name: recon_window(bigint, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.recon_window(p_run bigint, p_days integer) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT mt5credit.recon_window(p_run, p_days,
+        (SELECT settlement_grace_hours FROM mt5credit.recon_run
+         WHERE id = p_run))
+$$;
+
+
+ALTER FUNCTION mt5credit.recon_window(p_run bigint, p_days integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: FUNCTION recon_window(p_run bigint, p_days integer); Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON FUNCTION mt5credit.recon_window(p_run bigint, p_days integer) IS 'The previous release''s call of recon_window() (040''s signature), kept as a wrapper (072)';
+
 
 --
 -- Name: recon_window(bigint, integer, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -13523,6 +13570,15 @@ GRANT ALL ON FUNCTION mt5credit.event_show(p_event bigint) TO mt5credit_reader;
 
 
 --
+-- Name: FUNCTION events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_since timestamp with time zone, p_limit integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_since timestamp with time zone, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_since timestamp with time zone, p_limit integer) TO mt5credit_operator;
+GRANT ALL ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_since timestamp with time zone, p_limit integer) TO mt5credit_reader;
+
+
+--
 -- Name: FUNCTION events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_deposit text, p_since timestamp with time zone, p_until timestamp with time zone, p_request_id text, p_limit integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14082,6 +14138,14 @@ REVOKE ALL ON FUNCTION mt5credit.recon_running(p_run bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION mt5credit.recon_tickets(p_run bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.recon_tickets(p_run bigint) TO mt5credit_recon;
+
+
+--
+-- Name: FUNCTION recon_window(p_run bigint, p_days integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.recon_window(p_run bigint, p_days integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.recon_window(p_run bigint, p_days integer) TO mt5credit_recon;
 
 
 --

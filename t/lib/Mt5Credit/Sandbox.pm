@@ -399,8 +399,11 @@ sub nginx_conf {
     # info, as production runs: nginx's own debug level logs every request
     # header, signatures included (MT5CREDIT_LOG_LEVEL=debug to diagnose)
     my $level = $ENV{MT5CREDIT_LOG_LEVEL} || 'info';
-    # MT5CREDIT_MODULE=static: nginx built with the module inside
-    my $load = $MODULE eq 'static' ? '' : "load_module $MODULE;";
+    # MT5CREDIT_MODULE=static: nginx built with the module inside;
+    # Sandbox->new(module => path): another build's (t/93: the previous
+    # release's edge)
+    my $module = $self->{module} || $MODULE;
+    my $load = $module eq 'static' ? '' : "load_module $module;";
     my $temp = nginx_temp_paths($dir);
     my $conf = <<"CONF";
 $load
