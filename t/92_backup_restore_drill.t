@@ -20,8 +20,13 @@
 #     promotes, and the rows of the point are there (A done, D pending)
 #     while those after it are not (B, C)
 #   - a restore the workers do not notice: the worker's kept claim names
-#     a credit of the lost timeline; one database_rewind row and one
-#     critical database_rewound case
+#     a credit of the lost timeline; one database_rewind row, one critical
+#     database_rewound case naming the two credits to look up, an ALERT in
+#     the worker's log
+#   - a restore a person cannot follow with the checklist's commands:
+#     `mt5credit cases list` shows the case, backfill_requests_list() the
+#     request finished, `mt5credit status` ten credits done, none pending,
+#     unknown or failed, and the case open
 #   - the lost acknowledged webhooks left lost: a backfill of every event
 #     of the window is asked for Stripe, and its next run ingests B and C
 #   - a payment credited twice: D (pending again, its deal in MT5) and B
@@ -182,7 +187,17 @@ sub deals_on {
     return [ grep { $_->{Login} eq $LOGIN } @{ $sim->ledger->{deals} } ];
 }
 
-sub ticket_of { $st->credit(credit_of($_[0]{pi}))->{ticket} }
+# a payment's recorded deal, and the deals under its reference ('-': no
+# credit)
+sub ticket_of {
+    my $c = credit_of($_[0]{pi});
+    return $c ? $st->credit($c)->{ticket} : '-';
+}
+
+sub deals_under {
+    my $c = credit_of($_[0]{pi});
+    return $c ? scalar @{ $st->deals_of($c) } : '-';
+}
 
 # A: credited before the point
 deliver($_) for @{ $pay{A} };
@@ -275,13 +290,18 @@ is($rc, 0, 'the backfill runs') or diag $out;
 like($out, qr/backfill stripe: 10 listed; 5 ingested/,
      '... and ingests the five lost events (B and C)') or diag $out;
 
+is($sb->sql1("SELECT count(*) FILTER (WHERE finished_at IS NOT NULL) "
+             . "|| '/' || count(*) FROM mt5credit.backfill_requests_list()",
+             user => 'ops_alice'), '1/1',
+   '... finishing the request, as a person sees it');
+
 ok(all_done(@all), 'all ten payments end done');
 is(join(' ', map { ticket_of($_) } @{ $pay{B} }),
    join(' ', map { $ticket{ $_->{pi} } } @{ $pay{B} }),
    "B: recorded with the lost timeline's deals");
 my $deals = deals_on();
 is(scalar @$deals, 10, 'ten deals for ten payments');
-is(join(' ', map { scalar @{ $st->deals_of(credit_of($_->{pi})) } } @all),
+is(join(' ', map { deals_under($_) } @all),
    join(' ', (1) x 10), 'exactly one deal under each credit reference');
 my $sum = 0;
 $sum += $_->{amount} for @all;
