@@ -35,7 +35,16 @@
 #     in all, and the login's balance is the ten payments' sum
 #   - a payment never credited: C is credited once on the new timeline
 #   - a restored cluster that archives no more: pgbackrest check passes on
-#     the new timeline, and a backup of it is taken
+#     the new timeline, and a backup of it is taken (and restores, below)
+#
+# Then a restore no kept claim can tell: two payments (E) acknowledged
+# after a second point while no worker claimed anything.  Restored from
+# the new backup, the worker sees only a new timeline (every claim is
+# there: no case, as asserted; nothing in the database says what was
+# acknowledged after the point).  This makes impossible:
+#   - the checklist's declaration not recovering them: the person who
+#     restored calls database_rewound() as the worker's login, a backfill
+#     of every event is asked, and its run ingests E, credited once each
 
 use strict;
 use warnings;
@@ -136,7 +145,7 @@ is($rc, 0, 'check: the archive receives WAL') or diag $out;
 # the portal's deposits with their Checkout Sessions, all before the
 # point; the provider's list of events knows each one it delivers
 my %pay;
-for my $g ([ A => 3 ], [ D => 2 ], [ B => 3 ], [ C => 2 ]) {
+for my $g ([ A => 3 ], [ D => 2 ], [ B => 3 ], [ C => 2 ], [ E => 2 ]) {
     my ($group, $n) = @$g;
     for my $i (1 .. $n) {
         my $amount = 3000 + 100 * ord($group) + $i;
@@ -226,21 +235,28 @@ is($rc, 0, 'check: the WAL of the window is archived') or diag $out;
 
 # -------------------------------------------------------------- restore
 
-$sb->stop_postgres;
-system('rm', '-rf', $data) == 0 or die;
-mkdir $data, 0700 or die "mkdir $data: $!";
-($rc, $out) = pgbackrest('restore', '--type=name', "--target=$POINT",
-                         '--target-action=promote');
-is($rc, 0, "restored to the point '$POINT'") or diag $out;
-like(scalar(`cat $data/postgresql.auto.conf`),
-     qr/restore_command = 'pgbackrest --config=\Q$brconf\E /,
-     '... its restore_command reads this configuration');
-$sb->start_postgres;
-ok(Mt5Credit::Worker::wait_for(sub {
-       $sb->sql1('SELECT pg_is_in_recovery()') eq 'f' }, 60),
-   '... and promoted');
-is($sb->sql1('SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)'),
-   '00000002', '... on a new timeline');
+# stopped, restored into an emptied data directory, started, promoted
+sub restore_to {
+    my ($point, $timeline) = @_;
+    $sb->stop_postgres;
+    system('rm', '-rf', $data) == 0 or die;
+    mkdir $data, 0700 or die "mkdir $data: $!";
+    my ($rc, $out) = pgbackrest('restore', '--type=name', "--target=$point",
+                                '--target-action=promote');
+    is($rc, 0, "restored to the point '$point'") or diag $out;
+    like(scalar(`cat $data/postgresql.auto.conf`),
+         qr/restore_command = 'pgbackrest --config=\Q$brconf\E /,
+         '... its restore_command reads this configuration');
+    $sb->start_postgres;
+    ok(Mt5Credit::Worker::wait_for(sub {
+           $sb->sql1('SELECT pg_is_in_recovery()') eq 'f' }, 60),
+       '... and promoted');
+    is($sb->sql1('SELECT substr(pg_walfile_name(pg_current_wal_lsn()), '
+                 . '1, 8)'), sprintf('%08d', $timeline),
+       "... on a new timeline, $timeline");
+}
+
+restore_to($POINT, 2);
 
 is(join(' ', map { my $c = credit_of($_->{pi});
                    $c ? $st->status_of($c) : '-' } @all),
@@ -335,6 +351,53 @@ $st->stop_worker('w1');
 is($rc, 0, 'check passes on the new timeline') or diag $out;
 ($rc, $out) = pgbackrest('backup', '--type=full');
 is($rc, 0, 'a new full backup of the restored cluster') or diag $out;
+
+# ------------------------------- a restore that no kept claim can tell
+#
+# After the second point no credit is claimed: two payments (E) are
+# acknowledged while the workers are stopped.  The restore loses them,
+# and every claim kept is still in the database: the worker sees only a
+# new timeline.  The person who restored declares it (the checklist of
+# docs/operations.md), and the backfill brings the two back.
+
+my $POINT2 = 'drill-second';
+$sb->psql("SELECT pg_create_restore_point('$POINT2')");
+deliver($_) for @{ $pay{E} };
+is($sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit"), 12,
+   'E: stored after the second point');
+($rc, $out) = pgbackrest('check');
+is($rc, 0, 'check: archived') or diag $out;
+
+restore_to($POINT2, 3);
+is($sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit"), 10,
+   'E: gone with the lost time');
+
+$st->start_worker('w1', %fast);
+ok(Mt5Credit::Worker::wait_for(sub {
+       $st->worker_log('w1') =~ /database timeline 2 -> 3 \(a failover or a restore\)/ },
+       30), 'the worker sees the new timeline');
+sleep 2;
+is($sb->sql1("SELECT count(*) FROM mt5credit.case "
+             . "WHERE kind = 'database_rewound' AND status <> 'resolved'"), 1,
+   '... and no claim lost: no new case (none can tell what was acknowledged)');
+
+# the person declares the restore, as the worker's login
+is($sb->sql1("SELECT mt5credit.database_rewound('restore:ops_alice', 60, "
+             . "'{\"restore\": \"to $POINT2\"}')", user => 'worker'), 0,
+   'the restore declared: no credit was pending');
+is($sb->sql1("SELECT count(*) FROM mt5credit.backfill_request "
+             . "WHERE finished_at IS NULL AND every_event"), 1,
+   '... a backfill of every event of the window asked');
+($rc, $out) = Mt5Credit::Worker::run($sb, 'backfill', 'stripe', '-c', $conf,
+                                     '--since', '1h');
+is($rc, 0, 'the backfill runs') or diag $out;
+like($out, qr/backfill stripe: 12 listed; 2 ingested/,
+     '... and ingests the two lost events (E)') or diag $out;
+ok(all_done(@{ $pay{E} }), 'E: credited');
+is(scalar @{ deals_on() }, 12, 'twelve deals for twelve payments');
+is(join(' ', map { deals_under($_) } @all, @{ $pay{E} }),
+   join(' ', (1) x 12), '... one under each credit reference');
+$st->stop_worker('w1');
 
 is_deeply([ $sb->log_problems ], [], 'nginx logged no alert or crash');
 note(sprintf('drill: %.1f s', time - $t0));
