@@ -76,7 +76,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 libqrencode-dev libpng-dev \
                 libmicrohttpd-dev openssl curl valgrind \
                 wrk procps iproute2 chromium systemd faketime \
-                clang libclang-rt-14-dev pgbouncer \
+                clang libclang-rt-14-dev pgbouncer pgbackrest \
                 debhelper dpkg-dev lintian zbar-tools prometheus-node-exporter
 
 .PHONY: all module batch sim unit shims deps demo test test-unit bench bench-peer soak \
