@@ -169,6 +169,10 @@ if ($upid == 0) {
 }
 my $pid1;
 
+# a signal (an interrupted run, prove's pipe closed) still runs END: a
+# container left behind keeps its worker running as mt5credit
+$SIG{$_} = sub { exit 130 } for qw(INT TERM HUP PIPE);
+
 END {
     # PID 1 of a namespace takes every process in it along, and its
     # mounts go with the namespace
