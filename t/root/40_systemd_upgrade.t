@@ -41,6 +41,7 @@ use Time::HiRes qw(sleep time);
 
 use lib dirname(__FILE__) . '/../lib';
 use Mt5Credit::Provider qw(stripe_event);
+use Mt5Credit::Sandbox;     # free_port only: its sandbox is not for root
 
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
 my $DEB = "$ROOT/build/deb";
@@ -82,17 +83,6 @@ sub run {
     return ($? >> 8, $out);
 }
 
-sub free_port {
-    for (1 .. 200) {
-        my $port = 20000 + int(rand(12000));
-        my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                      LocalPort => $port, ReuseAddr => 1)
-            or next;
-        close $s;
-        return $port;
-    }
-    die "no free port\n";
-}
 
 sub write_file {
     my ($path, $text, $mode) = @_;
@@ -225,8 +215,8 @@ sub unit_prop {
 
 # --- the simulator: MT5 for the container, HTTPS on this machine's loopback ---------
 
-my $sim_port = free_port();
-my $sim_ctl = free_port();
+my $sim_port = Mt5Credit::Sandbox::free_port();
+my $sim_ctl = Mt5Credit::Sandbox::free_port();
 my $tls = "$C/etc/mt5sim/tls";
 make_path($tls);
 my $ec = '-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';
@@ -305,7 +295,7 @@ is(unit_prop('mt5credit-worker.service', 'ActiveState'), 'inactive',
    '... nor started');
 
 # PostgreSQL, the Debian way: a cluster of its own, on a free port
-my $pg_port = free_port();
+my $pg_port = Mt5Credit::Sandbox::free_port();
 inside_ok('a PostgreSQL 15 cluster', 'pg_createcluster', '15', 'mt5',
           '-p', $pg_port);
 inside_ok('... started by its unit', 'systemctl', 'start',
@@ -393,7 +383,7 @@ inside_ok('mt5credit.conf edited in place (its mode and group kept)', 'sh',
 
 # node-exporter: Debian's package and unit, on a free port, and its
 # textfile directory given to the service's group (docs/observability.md)
-my $nx_port = free_port();
+my $nx_port = Mt5Credit::Sandbox::free_port();
 write_file("$C/etc/default/prometheus-node-exporter",
            qq{ARGS="--web.listen-address=127.0.0.1:$nx_port }
          . qq{--collector.disable-defaults --collector.textfile"\n});
