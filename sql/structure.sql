@@ -2024,70 +2024,38 @@ CREATE FUNCTION mt5credit.database_rewound(p_worker text, p_lease_seconds intege
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
 DECLARE
-    v_n          integer;
-    v_credit     bigint;
-    v_wd         bigint;
-    v_lost_from  timestamptz;
-    v_rewind     bigint;
-    v_asked      integer;
+    r  record;
 BEGIN
-    PERFORM set_actor(p_worker, coalesce(p_detail, '{}')
-                                || '{"step": "database_rewound"}');
+    SELECT * INTO r FROM rewind_begin(p_worker, p_lease_seconds, p_detail,
+                                      'database_rewound', 'critical');
 
-    -- 066: what the database still held ends here; its credits' history
-    -- is every change to them
-    v_lost_from := coalesce((SELECT h.at FROM credit_history h
-                             ORDER BY h.id DESC LIMIT 1),
-                            clock_timestamp());
+    INSERT INTO database_timeline (system_identifier, timeline, recorded_by)
+    SELECT t.system_identifier, t.timeline, p_worker
+    FROM database_timeline_now() t
+    ON CONFLICT DO NOTHING;
 
-    -- attempts + 1: the lost timeline may have claimed it (the attempt is
-    -- the lease token, so no worker of that timeline can write it now);
-    -- 066: looked up from the lost timeline's start
-    UPDATE mt5_credit
-    SET status = 'unknown',
-        attempts = attempts + 1,
-        lease_expires_at = clock_timestamp()
-                           + make_interval(secs => p_lease_seconds),
-        next_check_at = NULL,
-        look_from = least(coalesce(look_from, v_lost_from), v_lost_from)
-    WHERE status = 'pending';
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-
-    -- 037: which withdrawals the lost timeline may have debited
-    INSERT INTO database_rewind (noticed_by, withdrawals_upto, detail,
-                                 lost_from)
-    VALUES (p_worker, coalesce((SELECT max(id) FROM withdrawal), 0),
-            coalesce(p_detail, '{}'), v_lost_from)
-    RETURNING id INTO v_rewind;
-
-    -- 037: numbers the lost timeline gave out are never given again
-    -- (corrections and withdrawals are still numbered)
-    v_credit := setval(pg_get_serial_sequence('mt5credit.mt5_credit', 'id'),
-                       greatest((SELECT max(id) FROM mt5_credit), 0)
-                       + 1000000);
-    v_wd := setval(pg_get_serial_sequence('mt5credit.withdrawal', 'id'),
-                   greatest((SELECT max(id) FROM withdrawal), 0) + 1000000);
-
-    -- 069: the events it acknowledged in the lost timeline, asked for
-    v_asked := rewind_recover(v_rewind, v_lost_from, p_worker);
-
-    PERFORM open_case('database_rewound', 'critical',
-                      'database_rewound:' || md5(coalesce(p_detail, '{}')::text
-                                                 || clock_timestamp()),
-                      coalesce(p_detail, '{}')
-                      || jsonb_build_object('worker', p_worker,
-                                            'credits_to_look_up', v_n,
-                                            'lost_from', v_lost_from,
-                                            'backfills_asked', v_asked,
-                                            'next_credit_from', v_credit + 1,
-                                            'next_withdrawal_from', v_wd + 1,
-                                            'seen_at', clock_timestamp()));
-    RETURN v_n;
+    RETURN r.credits;
 END
 $$;
 
 
 ALTER FUNCTION mt5credit.database_rewound(p_worker text, p_lease_seconds integer, p_detail jsonb) OWNER TO mt5credit_owner;
+
+--
+-- Name: database_timeline_now(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.database_timeline_now(OUT system_identifier text, OUT timeline integer) RETURNS record
+    LANGUAGE sql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT (SELECT s.system_identifier::text FROM pg_control_system() s),
+           ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))
+               ::bit(32)::integer
+$$;
+
+
+ALTER FUNCTION mt5credit.database_timeline_now(OUT system_identifier text, OUT timeline integer) OWNER TO mt5credit_owner;
 
 --
 -- Name: db_identity(bigint[], integer[]); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -7493,7 +7461,7 @@ ALTER FUNCTION mt5credit.resolve_unresolved(p_id bigint, p_attempt integer, p_ca
 -- Name: retention_redact(integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE FUNCTION mt5credit.retention_redact(p_days integer) RETURNS TABLE(redacted bigint, held_by_cases bigint, conflicts bigint)
+CREATE FUNCTION mt5credit.retention_redact(p_days integer) RETURNS TABLE(redacted bigint, held_by_cases bigint, conflicts bigint, malformed bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
@@ -7537,6 +7505,12 @@ BEGIN
 
     SELECT count(*) INTO held_by_cases FROM retention_old WHERE held;
 
+    -- 074: by its latest delivery, which a provider may still repeat
+    UPDATE webhook_malformed m
+    SET raw_body = ''::bytea, body_redacted_at = clock_timestamp()
+    WHERE m.last_received_at < v_before AND m.body_redacted_at IS NULL;
+    GET DIAGNOSTICS malformed = ROW_COUNT;
+
     RETURN NEXT;
 END
 $$;
@@ -7548,7 +7522,7 @@ ALTER FUNCTION mt5credit.retention_redact(p_days integer) OWNER TO mt5credit_own
 -- Name: FUNCTION retention_redact(p_days integer); Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-COMMENT ON FUNCTION mt5credit.retention_redact(p_days integer) IS 'Empties the bodies of events older than p_days (90..3650) that no open case and no unfinished credit needs; their digests stay (070)';
+COMMENT ON FUNCTION mt5credit.retention_redact(p_days integer) IS 'Empties the bodies of events older than p_days (90..3650) that no open case and no unfinished credit needs, and of malformed deliveries last delivered before then; their digests stay (070, 074)';
 
 
 --
@@ -7604,10 +7578,81 @@ $$;
 ALTER FUNCTION mt5credit.reversal_check() OWNER TO mt5credit_owner;
 
 --
--- Name: rewind_recover(bigint, timestamp with time zone, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+-- Name: rewind_begin(text, integer, jsonb, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text) RETURNS integer
+CREATE FUNCTION mt5credit.rewind_begin(p_worker text, p_lease_seconds integer, p_detail jsonb, p_kind text, p_severity text, OUT rewind_id bigint, OUT credits integer) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_credit     bigint;
+    v_wd         bigint;
+    v_lost_from  timestamptz;
+    v_asked      integer;
+BEGIN
+    PERFORM set_actor(p_worker, coalesce(p_detail, '{}')
+                                || jsonb_build_object('step', p_kind));
+
+    -- 066: what the database still held ends here; its credits' history
+    -- is every change to them
+    v_lost_from := coalesce((SELECT h.at FROM credit_history h
+                             ORDER BY h.id DESC LIMIT 1),
+                            clock_timestamp());
+
+    -- attempts + 1: the lost timeline may have claimed it (the attempt is
+    -- the lease token, so no worker of that timeline can write it now);
+    -- 066: looked up from the lost timeline's start
+    UPDATE mt5_credit
+    SET status = 'unknown',
+        attempts = attempts + 1,
+        lease_expires_at = clock_timestamp()
+                           + make_interval(secs => p_lease_seconds),
+        next_check_at = NULL,
+        look_from = least(coalesce(look_from, v_lost_from), v_lost_from)
+    WHERE status = 'pending';
+    GET DIAGNOSTICS credits = ROW_COUNT;
+
+    -- 037: which withdrawals the lost timeline may have debited
+    INSERT INTO database_rewind (noticed_by, withdrawals_upto, detail,
+                                 lost_from)
+    VALUES (p_worker, coalesce((SELECT max(id) FROM withdrawal), 0),
+            coalesce(p_detail, '{}'), v_lost_from)
+    RETURNING id INTO rewind_id;
+
+    -- 037: numbers the lost timeline gave out are never given again
+    -- (corrections and withdrawals are still numbered)
+    v_credit := setval(pg_get_serial_sequence('mt5credit.mt5_credit', 'id'),
+                       greatest((SELECT max(id) FROM mt5_credit), 0)
+                       + 1000000);
+    v_wd := setval(pg_get_serial_sequence('mt5credit.withdrawal', 'id'),
+                   greatest((SELECT max(id) FROM withdrawal), 0) + 1000000);
+
+    -- 069: the events it acknowledged in the lost timeline, asked for
+    v_asked := rewind_recover(rewind_id, v_lost_from, p_worker, p_severity);
+
+    PERFORM open_case(p_kind, p_severity,
+                      p_kind || ':' || rewind_id,
+                      coalesce(p_detail, '{}')
+                      || jsonb_build_object('worker', p_worker,
+                                            'rewind', rewind_id,
+                                            'credits_to_look_up', credits,
+                                            'lost_from', v_lost_from,
+                                            'backfills_asked', v_asked,
+                                            'next_credit_from', v_credit + 1,
+                                            'next_withdrawal_from', v_wd + 1,
+                                            'seen_at', clock_timestamp()));
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.rewind_begin(p_worker text, p_lease_seconds integer, p_detail jsonb, p_kind text, p_severity text, OUT rewind_id bigint, OUT credits integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: rewind_recover(bigint, timestamp with time zone, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text, p_severity text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
@@ -7654,7 +7699,7 @@ BEGIN
                                  AND a.lists_events)
              ORDER BY x.provider
     LOOP
-        PERFORM open_case('events_lost_in_rewind', 'critical',
+        PERFORM open_case('events_lost_in_rewind', p_severity,
                           'events_lost_in_rewind:' || p_rewind || ':'
                           || p.provider,
                           jsonb_build_object(
@@ -7671,7 +7716,7 @@ END
 $$;
 
 
-ALTER FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text) OWNER TO mt5credit_owner;
+ALTER FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text, p_severity text) OWNER TO mt5credit_owner;
 
 --
 -- Name: set_actor(text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -8394,6 +8439,79 @@ $$;
 ALTER FUNCTION mt5credit.sweep_expired_leases(p_worker text) OWNER TO mt5credit_owner;
 
 --
+-- Name: timeline_check(text, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.timeline_check(p_worker text, p_lease_seconds integer, OUT system_identifier text, OUT timeline integer, OUT known_timeline integer, OUT rewind_id bigint, OUT credits integer) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    credits := 0;
+
+    SELECT t.system_identifier, t.timeline INTO system_identifier, timeline
+    FROM database_timeline_now() t;
+
+    IF EXISTS (SELECT 1 FROM database_timeline d
+               WHERE d.system_identifier = timeline_check.system_identifier
+                 AND d.timeline = timeline_check.timeline)
+    THEN
+        known_timeline := timeline;
+        RETURN;
+    END IF;
+
+    LOCK TABLE database_timeline IN SHARE ROW EXCLUSIVE MODE;
+
+    -- the newest recorded, of any system identifier: another cluster is
+    -- as unrecorded as another timeline
+    SELECT d.timeline INTO known_timeline
+    FROM database_timeline d
+    ORDER BY d.recorded_at DESC, d.timeline DESC LIMIT 1;
+
+    IF EXISTS (SELECT 1 FROM database_timeline d
+               WHERE d.system_identifier = timeline_check.system_identifier
+                 AND d.timeline = timeline_check.timeline)
+    THEN
+        RETURN;
+    END IF;
+
+    IF known_timeline IS NOT NULL THEN
+        SELECT b.rewind_id, b.credits INTO rewind_id, credits
+        FROM rewind_begin(p_worker, p_lease_seconds,
+                 jsonb_build_object(
+                     'system_identifier', system_identifier,
+                     'timeline', timeline,
+                     'known_timeline', known_timeline,
+                     'do', 'the database is on a timeline it had not '
+                           'recorded: a failover or a restore.  Pending '
+                           'credits are looked up in MT5 before any call, '
+                           'and the events since an hour before lost_from '
+                           'are read again from the providers that list '
+                           'them.  After a restore, or a failover to an '
+                           'asynchronous standby, follow "After a restore" '
+                           'in docs/operations.md; if the promoted standby '
+                           'was synchronous nothing was lost: resolve as '
+                           'false_positive'),
+                 'database_timeline_changed', 'high') b;
+    END IF;
+
+    INSERT INTO database_timeline (system_identifier, timeline, recorded_by,
+                                   rewind_id)
+    VALUES (system_identifier, timeline, p_worker, rewind_id);
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.timeline_check(p_worker text, p_lease_seconds integer, OUT system_identifier text, OUT timeline integer, OUT known_timeline integer, OUT rewind_id bigint, OUT credits integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: FUNCTION timeline_check(p_worker text, p_lease_seconds integer, OUT system_identifier text, OUT timeline integer, OUT known_timeline integer, OUT rewind_id bigint, OUT credits integer); Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON FUNCTION mt5credit.timeline_check(p_worker text, p_lease_seconds integer, OUT system_identifier text, OUT timeline integer, OUT known_timeline integer, OUT rewind_id bigint, OUT credits integer) IS 'Records the timeline the database runs on; an unrecorded one (a failover, a restore) starts a rewind''s handling (073)';
+
+
+--
 -- Name: totp_code(bytea, bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -8557,14 +8675,21 @@ CREATE FUNCTION mt5credit.webhook_malformed_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF (NEW.provider, NEW.raw_body, NEW.body_sha256, NEW.signature_scheme,
-        NEW.reason, NEW.first_received_at, NEW.first_request_id)
+    IF (NEW.provider, NEW.body_sha256, NEW.signature_scheme, NEW.reason,
+        NEW.first_received_at, NEW.first_request_id)
        IS DISTINCT FROM
-       (OLD.provider, OLD.raw_body, OLD.body_sha256, OLD.signature_scheme,
-        OLD.reason, OLD.first_received_at, OLD.first_request_id)
+       (OLD.provider, OLD.body_sha256, OLD.signature_scheme, OLD.reason,
+        OLD.first_received_at, OLD.first_request_id)
        OR NEW.deliveries < OLD.deliveries
+       OR (NEW.raw_body IS DISTINCT FROM OLD.raw_body
+           AND NOT (OLD.body_redacted_at IS NULL
+                    AND NEW.raw_body = ''::bytea
+                    AND NEW.body_redacted_at IS NOT NULL))
+       OR (NEW.body_redacted_at IS DISTINCT FROM OLD.body_redacted_at
+           AND OLD.body_redacted_at IS NOT NULL)
     THEN
-        RAISE EXCEPTION 'a malformed delivery is kept as it came'
+        RAISE EXCEPTION 'a malformed delivery is kept as it came (its body '
+                        'may only be redacted, once)'
             USING ERRCODE = 'MC014';
     END IF;
     RETURN NEW;
@@ -9969,6 +10094,31 @@ ALTER TABLE mt5credit.database_rewind ALTER COLUMN id ADD GENERATED ALWAYS AS ID
 
 
 --
+-- Name: database_timeline; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.database_timeline (
+    system_identifier text NOT NULL,
+    timeline integer NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    recorded_by text NOT NULL,
+    rewind_id bigint,
+    CONSTRAINT database_timeline_recorded_by_check CHECK (((length(recorded_by) >= 1) AND (length(recorded_by) <= 200))),
+    CONSTRAINT database_timeline_system_identifier_check CHECK ((system_identifier ~ '^[0-9]{1,20}$'::text)),
+    CONSTRAINT database_timeline_timeline_check CHECK ((timeline > 0))
+);
+
+
+ALTER TABLE mt5credit.database_timeline OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE database_timeline; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.database_timeline IS 'Each (system identifier, timeline) the database has run on, recorded by the first worker to see it: one it runs on and lacks is a failover or a restore (073); append-only';
+
+
+--
 -- Name: deployment; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -11062,10 +11212,12 @@ CREATE TABLE mt5credit.webhook_malformed (
     last_received_at timestamp with time zone DEFAULT now() NOT NULL,
     first_request_id mt5credit.request_id,
     last_request_id mt5credit.request_id,
+    body_redacted_at timestamp with time zone,
+    CONSTRAINT webhook_malformed_body_digest CHECK (((body_redacted_at IS NOT NULL) OR (body_sha256 = sha256(raw_body)))),
     CONSTRAINT webhook_malformed_body_sha256_check CHECK ((length(body_sha256) = 32)),
-    CONSTRAINT webhook_malformed_check CHECK ((body_sha256 = sha256(raw_body))),
     CONSTRAINT webhook_malformed_deliveries_check CHECK ((deliveries > 0)),
-    CONSTRAINT webhook_malformed_reason_check CHECK ((length(reason) <= 500))
+    CONSTRAINT webhook_malformed_reason_check CHECK ((length(reason) <= 500)),
+    CONSTRAINT webhook_malformed_redacted_empty CHECK (((body_redacted_at IS NULL) OR (raw_body = '\x'::bytea)))
 );
 
 
@@ -11076,6 +11228,13 @@ ALTER TABLE mt5credit.webhook_malformed OWNER TO mt5credit_owner;
 --
 
 COMMENT ON TABLE mt5credit.webhook_malformed IS 'Signed deliveries that are not an event and can never be one, kept as received (once per provider and body), answered 400.';
+
+
+--
+-- Name: COLUMN webhook_malformed.body_redacted_at; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.webhook_malformed.body_redacted_at IS 'When its body was removed under the retention policy (074); its digest stays';
 
 
 --
@@ -11340,6 +11499,14 @@ ALTER TABLE ONLY mt5credit.currency
 
 ALTER TABLE ONLY mt5credit.database_rewind
     ADD CONSTRAINT database_rewind_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: database_timeline database_timeline_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.database_timeline
+    ADD CONSTRAINT database_timeline_pkey PRIMARY KEY (system_identifier, timeline);
 
 
 --
@@ -12225,6 +12392,13 @@ CREATE TRIGGER database_rewind_append_only BEFORE DELETE OR UPDATE ON mt5credit.
 
 
 --
+-- Name: database_timeline database_timeline_append_only; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER database_timeline_append_only BEFORE DELETE OR UPDATE ON mt5credit.database_timeline FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
 -- Name: deployment deployment_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -12670,6 +12844,14 @@ ALTER TABLE ONLY mt5credit.client_account
 
 ALTER TABLE ONLY mt5credit.credit_history
     ADD CONSTRAINT credit_history_credit_id_fkey FOREIGN KEY (credit_id) REFERENCES mt5credit.mt5_credit(id);
+
+
+--
+-- Name: database_timeline database_timeline_rewind_id_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.database_timeline
+    ADD CONSTRAINT database_timeline_rewind_id_fkey FOREIGN KEY (rewind_id) REFERENCES mt5credit.database_rewind(id);
 
 
 --
@@ -13443,6 +13625,13 @@ REVOKE ALL ON FUNCTION mt5credit.credit_withdrawal_fixed() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION mt5credit.database_rewound(p_worker text, p_lease_seconds integer, p_detail jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.database_rewound(p_worker text, p_lease_seconds integer, p_detail jsonb) TO mt5credit_worker;
+
+
+--
+-- Name: FUNCTION database_timeline_now(OUT system_identifier text, OUT timeline integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.database_timeline_now(OUT system_identifier text, OUT timeline integer) FROM PUBLIC;
 
 
 --
@@ -14305,10 +14494,17 @@ REVOKE ALL ON FUNCTION mt5credit.reversal_check() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+-- Name: FUNCTION rewind_begin(p_worker text, p_lease_seconds integer, p_detail jsonb, p_kind text, p_severity text, OUT rewind_id bigint, OUT credits integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-REVOKE ALL ON FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mt5credit.rewind_begin(p_worker text, p_lease_seconds integer, p_detail jsonb, p_kind text, p_severity text, OUT rewind_id bigint, OUT credits integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text, p_severity text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text, p_severity text) FROM PUBLIC;
 
 
 --
@@ -14439,6 +14635,14 @@ REVOKE ALL ON FUNCTION mt5credit.stripe_leg_fact(r jsonb, p_payment jsonb) FROM 
 
 REVOKE ALL ON FUNCTION mt5credit.sweep_expired_leases(p_worker text) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.sweep_expired_leases(p_worker text) TO mt5credit_worker;
+
+
+--
+-- Name: FUNCTION timeline_check(p_worker text, p_lease_seconds integer, OUT system_identifier text, OUT timeline integer, OUT known_timeline integer, OUT rewind_id bigint, OUT credits integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.timeline_check(p_worker text, p_lease_seconds integer, OUT system_identifier text, OUT timeline integer, OUT known_timeline integer, OUT rewind_id bigint, OUT credits integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.timeline_check(p_worker text, p_lease_seconds integer, OUT system_identifier text, OUT timeline integer, OUT known_timeline integer, OUT rewind_id bigint, OUT credits integer) TO mt5credit_worker;
 
 
 --

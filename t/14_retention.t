@@ -11,6 +11,11 @@
 #   - an event changed any other way, or a body redacted twice
 #   - a report removed before its days, or a file that is not one
 #   - anyone but mt5credit_retention doing it
+#   - a malformed delivery's body kept for ever (074; on 3998e8d
+#     webhook_malformed was not touched by retention): past --days since
+#     its last delivery it is emptied once, its digest, reason and count
+#     kept; delivered again, it is counted under its digest and its bytes
+#     are not stored again
 
 use strict;
 use warnings;
@@ -51,6 +56,23 @@ $sb->psql("SET session_replication_role = replica; "
 $sb->psql("SELECT mt5credit.open_case('deposit_status_conflict', 'high', "
           . "'t14', '{}', $ids[1])");
 
+# two signed deliveries that are no event (no id): one last delivered
+# 500 days ago, one now
+my @bad = ('{"object": "event", "note": "old, no id"}',
+           '{"object": "event", "note": "new, no id"}');
+is(join(' ', map { $st->webhook($_)->{status} } @bad), '400 400',
+   'two malformed deliveries: answered 400, kept');
+$sb->psql("SET session_replication_role = replica; "
+          . "UPDATE mt5credit.webhook_malformed SET last_received_at = now() "
+          . "- interval '500 days' WHERE raw_body = convert_to('$bad[0]', "
+          . "'UTF8')");
+# its body's length, redacted or not, and deliveries, by its digest
+my $malformed = sub {
+    $sb->sql1("SELECT length(raw_body) || ' ' || (body_redacted_at IS NOT "
+              . "NULL) || ' ' || deliveries FROM mt5credit.webhook_malformed "
+              . "WHERE body_sha256 = sha256(convert_to('$_[0]', 'UTF8'))");
+};
+
 my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
 my $digests = sub {
     $sb->sql1("SELECT string_agg(encode(body_sha256, 'hex'), ',' ORDER BY id)"
@@ -73,6 +95,19 @@ like($out, qr/permission denied for function retention_redact/, '... denied');
 is($rc, 0, 'mt5credit retention --days 400') or diag $out;
 like($out, qr/retention: 2 webhook bodies older than 400 days emptied .*, 1 kept for open cases/,
      '... empties two bodies, keeps one for its open case');
+like($out, qr/and 1 malformed deliveries emptied/,
+     '... and the malformed delivery last delivered 500 days ago');
+is($malformed->($bad[0]), '0 true 1', 'the old malformed delivery: emptied, '
+   . 'found by its digest');
+is($malformed->($bad[1]), length($bad[1]) . ' false 1',
+   '... the new one: kept as it came');
+is($st->webhook($bad[0])->{status}, 400, 'the old bytes delivered again: 400');
+is($malformed->($bad[0]), '0 true 2', '... counted under their digest, not '
+   . 'stored again');
+like($sb->psql("UPDATE mt5credit.webhook_malformed SET raw_body = "
+               . "convert_to('$bad[0]', 'UTF8') WHERE body_redacted_at IS NOT "
+               . "NULL", may_fail => 1),
+     qr/kept as it came/, '... and its body is never written back');
 my $redacted = sub {
     $sb->sql1("SELECT length(raw_body) || ' ' || (body_redacted_at IS NOT NULL)"
               . " FROM mt5credit.webhook_event WHERE id = $_[0]");
@@ -99,7 +134,8 @@ like($sb->psql("UPDATE mt5credit.webhook_event SET event_type = 'x' "
 
 ($rc, $out) = Mt5Credit::Worker::run($sb, 'retention', '--database',
                                      "$db user=keeper", '--days', '400');
-like($out, qr/retention: 0 webhook bodies/, 'a second run: nothing more');
+like($out, qr/retention: 0 webhook bodies.* 0 malformed/,
+     'a second run: nothing more');
 
 # reports
 my $rep = $sb->dir . '/reports';

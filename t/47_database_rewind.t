@@ -24,6 +24,8 @@
 #     lookup again, and nothing new was claimed
 #   - a kept claim torn or lost by the file system: it is one line inside
 #     a sector, overwritten in place and fdatasync'ed
+#   - one rewind handled twice: the promoted copy's new timeline, recorded
+#     by the rewind its lost claim proved, opens no second case (073)
 
 use strict;
 use warnings;
@@ -157,6 +159,10 @@ my $cases = $sb->sql1("SELECT count(*) || ' ' || min(severity) FROM "
 is($cases, '1 critical', 'a critical database_rewound case');
 
 scenario('the snapshot promoted, as a failover', 1);
+is($sb->sql1("SELECT count(*) FROM mt5credit.case "
+             . "WHERE kind = 'database_timeline_changed'"), 0,
+   'the promoted snapshot\'s rewind recorded its timeline: it is not '
+   . 'handled again as an unrecorded one');
 
 # nothing lost, nothing to do: a worker restarted on the same database
 $st->start_worker('w1', %fast);

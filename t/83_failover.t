@@ -24,6 +24,9 @@
 #     whose COMMIT never returned is no claim: t/77)
 #   - a payment with other than one deal, a credit not done
 #   - a database_rewound case: nothing went back in time
+#   - the new timeline unhandled: nothing in the database can tell it
+#     from an asynchronous promotion, so it is handled as one (073), with
+#     one database_timeline_changed case
 #   - the edge or a worker not finding the promoted standby
 # Asynchronous, impossible:
 #   - a payment with two deals, whichever host made the deal and
@@ -31,8 +34,9 @@
 #   - a credit of the new primary ending other than done, with one deal
 #   - claims lost unseen: a database_rewound case, named by its witness
 #     (a host's kept claims, or MT5)
-#   - an acknowledged webhook the failover lost staying lost: the rewind
-#     asks the backfill for every event of its window, and its run brings
+#   - an acknowledged webhook the failover lost staying lost, claims lost
+#     or not: the rewind (or the unrecorded timeline, 073) asks the
+#     backfill for every event of its window, and its run brings
 #     each back from the Stripe double's events list, looked up in MT5
 #     before any call: one deal for each of the 300 payments at the end
 # and measured: how many webhooks answered 200 the new primary lacked.
@@ -259,6 +263,9 @@ sub drill {
                           . "'claims_lost', '?'), details->>"
                           . "'credits_to_look_up' FROM mt5credit.case "
                           . "WHERE kind = 'database_rewound' ORDER BY id");
+    my $changed = $sb->sql1("SELECT count(*) FROM mt5credit.case "
+                            . "WHERE kind = 'database_timeline_changed'");
+    my $rewinds = $sb->sql1("SELECT count(*) FROM mt5credit.database_rewind");
     my @calls = map { calls_in_log($st->worker_log("host-$_")) } qw(a b);
     my @phantom = grep {
         $sb->sql1("SELECT count(*) FROM mt5credit.credit_history WHERE "
@@ -284,6 +291,7 @@ sub drill {
     } qw(a b);
     note(sprintf("$mode: no primary for %.1f s; connects refused: host A "
                  . "%d, host B %d", $outage, $refused{a}, $refused{b}));
+    note("$mode: database_timeline_changed cases: $changed");
     note("$mode: database_rewound cases: " . scalar(@$cases)
          . join('', map { "; by $_->[0], witness $_->[1], claims lost "
                           . "$_->[2], looked up $_->[3]" } @$cases));
@@ -309,6 +317,9 @@ sub drill {
         is($per{1}, $N, 'sync: each of the payments has exactly one deal');
         is(scalar(@$cases), 0, 'sync: no database_rewound case: nothing '
            . 'went back in time');
+        is($changed, 1, 'sync: one database_timeline_changed case: a '
+           . 'new timeline, which nothing in the database tells from an '
+           . 'asynchronous promotion');
     } else {
         if (@lost_claims) {
             cmp_ok(scalar(@$cases), '>=', 1,
@@ -317,6 +328,10 @@ sub drill {
         } else {
             pass('async: (no claim was lost this run: no rewind to see)');
         }
+        is(scalar(@$cases) + $changed, $rewinds,
+           'async: each rewind handled has its case');
+        cmp_ok($rewinds, '>=', 1, 'async: the new timeline is handled, '
+               . 'claims lost or not: the webhooks it lost are asked for');
 
         # the Stripe double's list of events: every event sent, each
         # delivered (answered 200) at last
@@ -342,12 +357,9 @@ sub drill {
             provider_api_url => "http://127.0.0.1:$port",
             provider_api_key_file => $sb->write_file('stripe-api.key',
                                                      "$key\n"));
-        if (@$cases) {
-            is($sb->sql1("SELECT count(*) FROM mt5credit.backfill_request "
-                         . "WHERE every_event AND provider = 'stripe'"),
-               scalar(@$cases),
-               'async: each rewind asked for every event of its window');
-        }
+        is($sb->sql1("SELECT count(*) FROM mt5credit.backfill_request "
+                     . "WHERE every_event AND provider = 'stripe'"),
+           $rewinds, 'async: each rewind asked for every event of its window');
         my ($rc, $out) = Mt5Credit::Worker::run($sb, 'backfill', 'stripe',
                                                 '-c', $conf, '--since', '1h');
         is($rc, 0, 'async: the backfill runs') or diag $out;

@@ -39,12 +39,13 @@
 #
 # Then a restore no kept claim can tell: two payments (E) acknowledged
 # after a second point while no worker claimed anything.  Restored from
-# the new backup, the worker sees only a new timeline (every claim is
-# there: no case, as asserted; nothing in the database says what was
-# acknowledged after the point).  This makes impossible:
-#   - the checklist's declaration not recovering them: the person who
-#     restored calls database_rewound() as the worker's login, a backfill
-#     of every event is asked, and its run ingests E, credited once each
+# the new backup, every claim kept is still there; measured on 3998e8d,
+# the worker logged "database timeline 2 -> 3" and did nothing else, and
+# the restore had to be declared by hand.  Since 073 the database records
+# each timeline it runs on.  This makes impossible:
+#   - the restore going unhandled: the worker finds timeline 3 unrecorded,
+#     opens a database_timeline_changed case and asks a backfill of every
+#     event, and its run ingests E, credited once each
 
 use strict;
 use warnings;
@@ -281,6 +282,10 @@ is($sb->sql1("SELECT details->>'credits_to_look_up' FROM mt5credit.case "
    '... naming two credits to look up (D, pending again)');
 is($sb->sql1("SELECT count(*) FROM mt5credit.database_rewind"), 1,
    '... one database_rewind row');
+is($sb->sql1("SELECT count(*) FROM mt5credit.case "
+             . "WHERE kind = 'database_timeline_changed'"), 0,
+   '... handled once: the rewind recorded timeline 2, which is not then '
+   . 'handled again as unrecorded');
 like($st->worker_log('w1'), qr/ALERT alert=database_rewound /,
      '... and an alert in the worker\'s log');
 is($sb->sql1("SELECT provider || ' ' || every_event FROM "
@@ -356,9 +361,8 @@ is($rc, 0, 'a new full backup of the restored cluster') or diag $out;
 #
 # After the second point no credit is claimed: two payments (E) are
 # acknowledged while the workers are stopped.  The restore loses them,
-# and every claim kept is still in the database: the worker sees only a
-# new timeline.  The person who restored declares it (the checklist of
-# docs/operations.md), and the backfill brings the two back.
+# and every claim kept is still in the database.  Timeline 3 is one the
+# database has not recorded: the worker handles it as a rewind.
 
 my $POINT2 = 'drill-second';
 $sb->psql("SELECT pg_create_restore_point('$POINT2')");
@@ -371,20 +375,21 @@ is($rc, 0, 'check: archived') or diag $out;
 restore_to($POINT2, 3);
 is($sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit"), 10,
    'E: gone with the lost time');
+is($sb->sql1("SELECT string_agg(timeline::text, ' ' ORDER BY timeline) "
+             . "FROM mt5credit.database_timeline"), '1 2',
+   '... and so is any record of timeline 3');
 
 $st->start_worker('w1', %fast);
 ok(Mt5Credit::Worker::wait_for(sub {
-       $st->worker_log('w1') =~ /database timeline 2 -> 3 \(a failover or a restore\)/ },
-       30), 'the worker sees the new timeline');
-sleep 2;
+       $sb->sql1("SELECT count(*) FROM mt5credit.case "
+                 . "WHERE kind = 'database_timeline_changed'") == 1 }, 30),
+   'the worker finds timeline 3 unrecorded: a database_timeline_changed '
+   . 'case');
+like($st->worker_log('w1'), qr/ALERT alert=database_timeline_changed /,
+     '... an ALERT');
 is($sb->sql1("SELECT count(*) FROM mt5credit.case "
              . "WHERE kind = 'database_rewound' AND status <> 'resolved'"), 1,
-   '... and no claim lost: no new case (none can tell what was acknowledged)');
-
-# the person declares the restore, as the worker's login
-is($sb->sql1("SELECT mt5credit.database_rewound('restore:ops_alice', 60, "
-             . "'{\"restore\": \"to $POINT2\"}')", user => 'worker'), 0,
-   'the restore declared: no credit was pending');
+   '... and no database_rewound case: no claim kept was lost');
 is($sb->sql1("SELECT count(*) FROM mt5credit.backfill_request "
              . "WHERE finished_at IS NULL AND every_event"), 1,
    '... a backfill of every event of the window asked');

@@ -855,6 +855,46 @@ mc_db_rewound(mc_db_t *db, const char *worker, int lease, json_t *detail)
 
 
 int
+mc_db_timeline_check(mc_db_t *db, const char *worker, int lease,
+    mc_db_timeline_t *t)
+{
+    char         l[16];
+    PGresult    *res;
+    const char  *params[2];
+
+    snprintf(l, sizeof(l), "%d", lease);
+    params[0] = worker;
+    params[1] = l;
+
+    res = mc_db_exec(db, "SELECT system_identifier, timeline, "
+                     "coalesce(known_timeline, 0), coalesce(rewind_id, 0), "
+                     "credits FROM mt5credit.timeline_check($1, $2)", 2,
+                     params);
+    if (res == NULL) {
+        return -1;
+    }
+
+    if (PQntuples(res) != 1) {
+        mc_log(MC_LOG_ERROR, "database: timeline_check() gave %d rows",
+               PQntuples(res));
+        PQclear(res);
+        return -1;
+    }
+
+    memset(t, 0, sizeof(*t));
+    snprintf(t->system_identifier, sizeof(t->system_identifier), "%s",
+             PQgetvalue(res, 0, 0));
+    t->timeline = atoi(PQgetvalue(res, 0, 1));
+    t->known_timeline = atoi(PQgetvalue(res, 0, 2));
+    t->rewind = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    t->credits = atoi(PQgetvalue(res, 0, 4));
+    PQclear(res);
+
+    return 0;
+}
+
+
+int
 mc_db_witness_pick(mc_db_t *db, const char *const *servers, int nservers,
     int limit, mc_db_witness_t **items)
 {

@@ -150,6 +150,19 @@ int mc_db_identity(mc_db_t *db, const int64_t *credits, const int *attempts,
 int mc_db_rewound(mc_db_t *db, const char *worker, int lease,
     json_t *detail);
 
+/* the timeline the database runs on, recorded (sql/073 timeline_check()) */
+typedef struct {
+    char      system_identifier[32];
+    int       timeline;
+    int       known_timeline;     /* the newest recorded before; 0: none */
+    int64_t   rewind;             /* the handling this check started, or 0 */
+    int       credits;            /* pending credits it marked for lookup */
+} mc_db_timeline_t;
+
+/* 0, or -1 (logged) if the database cannot be asked */
+int mc_db_timeline_check(mc_db_t *db, const char *worker, int lease,
+    mc_db_timeline_t *t);
+
 
 /* a pending credit next in line, as MT5 is asked about it (sql/068) */
 typedef struct {

@@ -70,6 +70,7 @@ static int64_t mc_worker_pow10(int n);
 static int mc_worker_db_trusted(mc_worker_t *w);
 static int mc_worker_db_checked(mc_worker_t *w);
 static int mc_worker_witness_due(mc_worker_t *w, int64_t now);
+static int mc_worker_timeline_check(mc_worker_t *w);
 
 
 
@@ -948,8 +949,44 @@ mc_worker_db_trusted(mc_worker_t *w)
         w->witness_at = now;
     }
 
+    /* after the claims' own checks: a rewind they proved has recorded
+       its timeline, and is not handled twice */
+    if (mc_worker_timeline_check(w) != 0) {
+        return 0;
+    }
+
     w->rewind_checked = mc_db_generation(w->db) + 1;
     return 1;
+}
+
+
+/*
+ * A timeline the database has not recorded is a failover or a restore
+ * (sql/073), which may have lost what no claim shows: acknowledged
+ * webhooks.  The worker that records it has started a rewind's handling.
+ */
+static int
+mc_worker_timeline_check(mc_worker_t *w)
+{
+    mc_db_timeline_t  t;
+
+    if (mc_db_timeline_check(w->db, w->cfg->worker_name, w->cfg->lease, &t)
+        != 0)
+    {
+        return -1;
+    }
+
+    if (t.rewind != 0) {
+        mc_alert(&w->alert, "database_timeline_changed", 0, "the database "
+                 "is on timeline %d (system identifier %s), which it had "
+                 "not recorded (last recorded: %d): a failover or a "
+                 "restore; %d pending credit%s looked up before any call, "
+                 "lost events asked for again (rewind %" PRId64 ")",
+                 t.timeline, t.system_identifier, t.known_timeline,
+                 t.credits, t.credits == 1 ? " is" : "s are", t.rewind);
+    }
+
+    return 0;
 }
 
 

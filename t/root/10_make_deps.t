@@ -24,6 +24,9 @@ use File::Basename qw(dirname);
 use File::Temp qw(tempdir);
 use Test::More;
 
+use lib dirname(__FILE__) . '/../lib';
+use Mt5Credit::Command qw(run as_root installed);
+
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
 my $PKG = 'hello';
 my $TESTER = 'mt5credit-test';
@@ -42,35 +45,6 @@ if (!$is_root && !$has_sudo) {
 }
 
 # --- helpers -------------------------------------------------------------
-
-# a command as root: itself, or through sudo (with no prompt)
-sub as_root {
-    return $is_root ? @_ : ('sudo', '-n', @_);
-}
-
-# runs a command with no input; its exit status and everything it printed
-sub run {
-    my (@cmd) = @_;
-
-    my $pid = open(my $fh, '-|') // die "fork: $!";
-    if ($pid == 0) {
-        open STDERR, '>&', \*STDOUT or die;
-        open STDIN, '<', '/dev/null' or die;
-        exec @cmd or exit 127;
-    }
-
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-
-    return ($? >> 8, $out);
-}
-
-sub installed {
-    my ($pkg) = @_;
-    my $s = `dpkg-query -W -f='\${Status}' $pkg 2>/dev/null`;
-    return $s eq 'install ok installed';
-}
 
 sub apt_get {
     my (@args) = @_;

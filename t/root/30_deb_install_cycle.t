@@ -31,6 +31,9 @@ use File::Basename qw(dirname);
 use File::Temp qw(tempdir);
 use Test::More;
 
+use lib dirname(__FILE__) . '/../lib';
+use Mt5Credit::Command qw(run_as_root as_root installed);
+
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
 my @PKGS = qw(libnginx-mod-http-mt5-credit mt5credit);
 my $ENABLED = '/etc/nginx/modules-enabled/50-mod-http-mt5-credit.conf';
@@ -49,29 +52,6 @@ if (!$is_root && !$has_sudo) {
         exit 1;
     }
     plan skip_all => 'needs root or passwordless sudo';
-}
-
-sub as_root { return $is_root ? @_ : ('sudo', '-n', @_) }
-
-# a command (as root) with no input: its exit status and its output
-sub run {
-    my (@cmd) = @_;
-    my $pid = open(my $fh, '-|') // die "fork: $!";
-    if ($pid == 0) {
-        open STDERR, '>&', \*STDOUT or die;
-        open STDIN, '<', '/dev/null' or die;
-        exec as_root(@cmd) or exit 127;
-    }
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-    return ($? >> 8, $out);
-}
-
-sub installed {
-    my ($pkg) = @_;
-    return `dpkg-query -W -f='\${Status}' $pkg 2>/dev/null`
-           eq 'install ok installed';
 }
 
 sub dpkg_known {
@@ -124,7 +104,7 @@ sub snapshot {
 # the first time it reads its configuration.  On a fresh machine that is
 # the nginx -t below: they are nginx's, so they are made before the
 # snapshot and not counted as left behind by these packages
-($rc, $out) = run('/usr/sbin/nginx', '-t');
+($rc, $out) = run_as_root('/usr/sbin/nginx', '-t');
 is($rc, 0, "nginx -t before the install: the machine's own configuration")
     or diag $out;
 
@@ -133,8 +113,8 @@ ok(length $before > 1000, 'a snapshot of the machine before the install');
 
 # --- dpkg -i ------------------------------------------------------------------
 
-($rc, $out) = run('env', 'DEBIAN_FRONTEND=noninteractive', 'dpkg', '-i',
-                  @debs);
+($rc, $out) = run_as_root('env', 'DEBIAN_FRONTEND=noninteractive', 'dpkg',
+                          '-i', @debs);
 is($rc, 0, 'dpkg -i both packages') or diag $out;
 ok(installed($_), "$_ installed") for @PKGS;
 
@@ -143,9 +123,9 @@ ok(-l $ENABLED, "the module enabled: $ENABLED");
 is(readlink($ENABLED) // '', $AVAILABLE, "... linked to $AVAILABLE");
 ok(-f $SO, "... its .so in nginx's modules directory");
 
-($rc, $out) = run('/usr/sbin/nginx', '-t');
+($rc, $out) = run_as_root('/usr/sbin/nginx', '-t');
 is($rc, 0, "nginx -t: this machine's nginx loads it") or diag $out;
-($rc, $out) = run('/usr/sbin/nginx', '-T');
+($rc, $out) = run_as_root('/usr/sbin/nginx', '-T');
 like($out, qr{^load_module modules/ngx_mt5_credit_module\.so;}m,
      '... through modules-enabled (nginx -T)');
 
@@ -173,8 +153,9 @@ $edge
 CONF
         close $f;
         # nginx's own prefix: modules-available names modules/...
-        ($rc, $out) = run('/usr/sbin/nginx', '-t', '-c', "$tmp/nginx.conf",
-                          '-e', "$tmp/logs/error.log");
+        ($rc, $out) = run_as_root('/usr/sbin/nginx', '-t', '-c',
+                                  "$tmp/nginx.conf",
+                                  '-e', "$tmp/logs/error.log");
         if ($load) {
             is($rc, 0, 'the packaged edge example passes nginx -t with '
                . 'modules-enabled/*.conf') or diag $out;
@@ -200,19 +181,19 @@ sub stat_of {
 }
 is(stat_of($CONF), '0640 root:mt5credit',
    "$CONF: 0640, group mt5credit");
-($rc, $out) = run('dpkg-statoverride', '--list', $CONF);
+($rc, $out) = run_as_root('dpkg-statoverride', '--list', $CONF);
 is($out, "root mt5credit 640 $CONF\n", '... held by a statoverride');
 
-($rc, $out) = run('/usr/bin/mt5credit', '--version');
+($rc, $out) = run_as_root('/usr/bin/mt5credit', '--version');
 is($rc, 0, '/usr/bin/mt5credit runs') or diag $out;
 like($out, qr/\Q$version\E/, '... this version');
-($rc, $out) = run('man', '-w', 'mt5credit');
+($rc, $out) = run_as_root('man', '-w', 'mt5credit');
 like($out, qr{/usr/share/man/man1/mt5credit\.1\.gz}, 'man mt5credit finds its page');
 
 # not enabled, not started
 my @wants = glob('/etc/systemd/system/*.wants/mt5credit-*');
 is_deeply(\@wants, [], 'no unit enabled by the install');
-($rc, $out) = run('pgrep', '-u', 'mt5credit');
+($rc, $out) = run_as_root('pgrep', '-u', 'mt5credit');
 isnt($rc, 0, '... nothing running as mt5credit');
 
 # --- the same packages again: an upgrade keeps what is set ------------------------
@@ -221,51 +202,51 @@ isnt($rc, 0, '... nothing running as mt5credit');
     open my $f, '>>', $CONF or die "$CONF: $!";
     print $f "# an administrator's edit\n";
     close $f;
-    ($rc, $out) = run('env', 'DEBIAN_FRONTEND=noninteractive', 'dpkg', '-i',
-                      @debs);
+    ($rc, $out) = run_as_root('env', 'DEBIAN_FRONTEND=noninteractive',
+                              'dpkg', '-i', @debs);
     is($rc, 0, 'dpkg -i again (a reinstall, as an upgrade runs)') or diag $out;
     like(`cat $CONF`, qr/an administrator's edit/,
          "... keeps the administrator's edit of the conffile");
     is(stat_of($CONF), '0640 root:mt5credit', '... and its mode and group');
-    ($rc, $out) = run('dpkg-statoverride', '--list');
+    ($rc, $out) = run_as_root('dpkg-statoverride', '--list');
     is(scalar(() = $out =~ /\Q$CONF\E/g), 1, '... with one statoverride');
     ok(-l $ENABLED, '... and the module still enabled');
 }
 
 # a worker's last claim, as a running worker would leave it
-run('install', '-d', '-o', 'mt5credit', '-g', 'mt5credit', '-m', '0750',
-    '/var/lib/mt5credit');
-run('sh', '-c', 'echo claim > /var/lib/mt5credit/worker-host1.state');
+run_as_root('install', '-d', '-o', 'mt5credit', '-g', 'mt5credit', '-m',
+            '0750', '/var/lib/mt5credit');
+run_as_root('sh', '-c', 'echo claim > /var/lib/mt5credit/worker-host1.state');
 # a template timer's instance, enabled as "systemctl enable
 # mt5credit-reconcile@stripe.timer" links it
 my $wants = '/etc/systemd/system/timers.target.wants';
 my $made_wants = !-d $wants;
-run('install', '-d', $wants);
-run('ln', '-sf', '/lib/systemd/system/mt5credit-reconcile@.timer',
+run_as_root('install', '-d', $wants);
+run_as_root('ln', '-sf', '/lib/systemd/system/mt5credit-reconcile@.timer',
     "$wants/mt5credit-reconcile\@stripe.timer");
 
 # --- remove ---------------------------------------------------------------------
 
-($rc, $out) = run('dpkg', '--remove', @PKGS);
+($rc, $out) = run_as_root('dpkg', '--remove', @PKGS);
 is($rc, 0, 'dpkg --remove both') or diag $out;
 ok(!-e $SO, 'the .so is gone');
 ok(!-e $ENABLED && !-l $ENABLED, '... and no longer enabled');
 ok(-l "$ENABLED.removed", "... its link set aside ($ENABLED.removed), as "
    . "Debian's modules do");
-($rc, $out) = run('/usr/sbin/nginx', '-t');
+($rc, $out) = run_as_root('/usr/sbin/nginx', '-t');
 is($rc, 0, 'nginx -t after the removal: nginx still loads') or diag $out;
 ok(-f $CONF, 'the conffile stays until purge');
 
 # --- purge ------------------------------------------------------------------------
 
-($rc, $out) = run('dpkg', '--purge', @PKGS);
+($rc, $out) = run_as_root('dpkg', '--purge', @PKGS);
 is($rc, 0, 'dpkg --purge both') or diag $out;
 ok(!dpkg_known($_), "$_ gone from dpkg's database") for @PKGS;
 ok(!-l "$ENABLED.removed", 'the set-aside link is gone');
 ok(!-e '/etc/mt5credit', '/etc/mt5credit is gone');
-($rc, $out) = run('dpkg-statoverride', '--list');
+($rc, $out) = run_as_root('dpkg-statoverride', '--list');
 unlike($out, qr/mt5credit/, '... and its statoverride');
-($rc, $out) = run('/usr/sbin/nginx', '-t');
+($rc, $out) = run_as_root('/usr/sbin/nginx', '-t');
 is($rc, 0, 'nginx -t after the purge') or diag $out;
 
 ok(-f '/var/lib/mt5credit/worker-host1.state',
@@ -273,10 +254,10 @@ ok(-f '/var/lib/mt5credit/worker-host1.state',
 ok(defined getpwnam('mt5credit'), 'the system user stays, as Debian\'s do');
 ok(!-l "$wants/mt5credit-reconcile\@stripe.timer",
    "an enabled template timer's link does not dangle after the purge");
-run('rmdir', $wants) if $made_wants;
+run_as_root('rmdir', $wants) if $made_wants;
 
 # what the test itself left: the state file and, if it made it, the user
-run('rm', '-rf', '/var/lib/mt5credit');
+run_as_root('rm', '-rf', '/var/lib/mt5credit');
 
 my $after = snapshot();
 my %b = map { $_ => 1 } split /\n/, $before;

@@ -41,6 +41,8 @@ use Time::HiRes qw(sleep time);
 
 use lib dirname(__FILE__) . '/../lib';
 use Mt5Credit::Provider qw(stripe_event);
+use Mt5Credit::Command qw(run);
+use Mt5Credit::Mt5Sim;        # write_certs only
 use Mt5Credit::Sandbox;     # free_port only: its sandbox is not for root
 
 my $ROOT = abs_path(dirname(__FILE__) . '/../..');
@@ -69,21 +71,6 @@ need('unshare or nsenter is missing')
     unless -x '/usr/bin/unshare' && -x '/usr/bin/nsenter';
 
 # a command with no input: its exit status and its output
-sub run {
-    my (@cmd) = @_;
-    my $pid = open(my $fh, '-|') // die "fork: $!";
-    if ($pid == 0) {
-        open STDERR, '>&', \*STDOUT or die;
-        open STDIN, '<', '/dev/null' or die;
-        exec @cmd or exit 127;
-    }
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-    return ($? >> 8, $out);
-}
-
-
 sub write_file {
     my ($path, $text, $mode) = @_;
     make_path(dirname($path));
@@ -218,21 +205,7 @@ sub unit_prop {
 my $sim_port = Mt5Credit::Sandbox::free_port();
 my $sim_ctl = Mt5Credit::Sandbox::free_port();
 my $tls = "$C/etc/mt5sim/tls";
-make_path($tls);
-my $ec = '-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';
-for my $cmd (
-    "openssl req -x509 $ec -keyout $tls/ca.key -out $tls/ca.pem -days 2 "
-  . "-subj '/CN=mt5sim test CA' -addext basicConstraints=critical,CA:TRUE "
-  . "-addext keyUsage=critical,keyCertSign,cRLSign",
-    "openssl req $ec -keyout $tls/server.key -out $tls/server.csr "
-  . "-subj '/CN=localhost'",
-    "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' "
-  . "> $tls/ext.cnf && openssl x509 -req -in $tls/server.csr -CA "
-  . "$tls/ca.pem -CAkey $tls/ca.key -CAcreateserial -out $tls/server.pem "
-  . "-days 2 -extfile $tls/ext.cnf") {
-    ($rc, $out) = run('sh', '-c', $cmd);
-    die "$cmd:\n$out" if $rc;
-}
+Mt5Credit::Mt5Sim::write_certs($tls);
 write_file("$C/etc/mt5sim/config.json", $JSON->encode({
     server_offset_minutes => 120,
     total_key => 'total',

@@ -93,6 +93,17 @@ sub new {
 sub make_certs {
     my ($self) = @_;
     my $d = "$self->{dir}/tls";
+    write_certs($d);
+    $self->{ca_file} = "$d/ca.pem";
+    $self->{cert} = "$d/server.pem";
+    $self->{key} = "$d/server.key";
+}
+
+# A test CA and a server certificate it signed for localhost and
+# 127.0.0.1, in $d: ca.pem, server.pem, server.key.  A function, not a
+# method: t/root/40 makes them for a container, with no sandbox.
+sub write_certs {
+    my ($d) = @_;
     make_path($d);
     my $ec = '-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';
     Mt5Credit::Sandbox::run_cmd("openssl req -x509 $ec -keyout $d/ca.key "
@@ -101,17 +112,15 @@ sub make_certs {
         . "-addext keyUsage=critical,keyCertSign,cRLSign");
     Mt5Credit::Sandbox::run_cmd("openssl req $ec -keyout $d/server.key "
         . "-out $d/server.csr -subj '/CN=localhost'");
-    $self->{sb}->write_file("$d/ext.cnf",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+    open my $fh, '>', "$d/ext.cnf" or croak "$d/ext.cnf: $!";
+    print $fh "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
         . "basicConstraints=CA:FALSE\n"
         . "keyUsage=critical,digitalSignature,keyEncipherment\n"
-        . "extendedKeyUsage=serverAuth\n");
+        . "extendedKeyUsage=serverAuth\n";
+    close $fh or croak "$d/ext.cnf: $!";
     Mt5Credit::Sandbox::run_cmd("openssl x509 -req -in $d/server.csr "
         . "-CA $d/ca.pem -CAkey $d/ca.key -CAcreateserial "
         . "-out $d/server.pem -days 2 -extfile $d/ext.cnf");
-    $self->{ca_file} = "$d/ca.pem";
-    $self->{cert} = "$d/server.pem";
-    $self->{key} = "$d/server.key";
 }
 
 sub command {
