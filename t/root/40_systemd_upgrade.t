@@ -5,12 +5,22 @@
 # write.  systemd runs as PID 1 of a container made here (a private mount,
 # PID, UTS and IPC namespace over an overlay of this machine's root, so
 # nothing it installs or starts touches the machine), booted into a target
-# that starts only what the test enables.  Inside it, set up the way
-# docs/operations.md says: a Debian PostgreSQL cluster, the migrations,
-# login roles, /etc/mt5credit, the units enabled.  Impossible:
+# that starts only what the test enables.  Inside it, the previous
+# release's package (t/compat/previous-release, built from this
+# repository's history), set up the way docs/operations.md says: a Debian
+# PostgreSQL cluster, the release's migrations, login roles,
+# /etc/mt5credit, its worker enabled.  Then two upgrades, each during a
+# balance call: from the release to this tree, in the order of
+# docs/operations.md ("Upgrades": this tree's migrations first, with the
+# release's worker running, then the package, the administrator's
+# configuration kept), and from this tree to itself under a higher
+# version (this tree's maintainer scripts on both sides, as the next
+# release's upgrade runs them).  Impossible:
 #   - an upgrade that stops the enabled services and starts none (what
 #     dh_installsystemd --no-start did under compat 13, issue 31), or
 #     leaves one running the replaced binary
+#   - the release's worker stopping on this tree's schema, or this tree's
+#     worker refusing the release's configuration
 #   - an upgrade in the middle of a balance call losing or doubling it:
 #     SIGTERM finishes the call in flight and records it; every payment
 #     paid before, during and after the upgrade is one deal in MT5
@@ -70,7 +80,6 @@ need('prometheus-node-exporter is not installed: make deps')
 need('unshare or nsenter is missing')
     unless -x '/usr/bin/unshare' && -x '/usr/bin/nsenter';
 
-# a command with no input: its exit status and its output
 sub write_file {
     my ($path, $text, $mode) = @_;
     make_path(dirname($path));
@@ -247,21 +256,47 @@ if (-e "$C/usr/sbin/policy-rc.d") {
               '/usr/sbin/policy-rc.d');
 }
 
-# the version before this one: the same package under a lower version, so
-# dpkg runs an upgrade, with the maintainer scripts this tree builds on
-# both sides of it (prerm of the old, postinst of the new)
+# Three versions, so dpkg runs two real upgrades:
+#   - the previous release (t/compat/previous-release), built here from
+#     this repository's history with its own Makefile and debian/: what a
+#     host runs today.  This tree has not bumped VERSION since, so the
+#     release's package says the same version; it is repacked under a
+#     lower one ("~0rel"), its scripts and files untouched;
+#   - this tree's package under a lower version ("~prev1"), so that the
+#     second upgrade runs this tree's scripts on both sides (the prerm of
+#     the old, the postinst of the new): the next release's upgrade;
+#   - this tree's package as built.
 my ($version) = `dpkg-deb -f $pkg Version` =~ /(\S+)/;
+my ($rel_version, $rel_commit) = do {
+    open my $fh, '<', "$ROOT/t/compat/previous-release"
+        or die "t/compat/previous-release: $!";
+    my %r = map { /^(version|commit)\s+(\S+)\s*$/ ? ($1 => $2) : () } <$fh>;
+    ($r{version}, $r{commit});
+};
+need('not a git clone with the previous release in its history '
+     . "($rel_commit): a shallow clone cannot build it")
+    unless system("git -C $ROOT cat-file -e $rel_commit^{commit} "
+                  . '2>/dev/null') == 0;
+my $rel_src = "$T/release";
+($rc, $out) = run('sh', '-c', "set -e; mkdir -p $rel_src; "
+                  . "git -C $ROOT archive $rel_commit | tar -x -C $rel_src; "
+                  . "cd $rel_src; MT5CREDIT_COMMIT=$rel_commit make deb");
+is($rc, 0, "the previous release $rel_version ($rel_commit) built from the "
+   . 'history: make deb') or diag substr($out, -3000);
 my $prev_version = "$version~prev1";
-($rc, $out) = run('sh', '-c', "set -e; d=$T/prev; rm -rf \$d; "
-                  . "dpkg-deb -R $pkg \$d; "
-                  . "sed -i 's/^Version: .*/Version: $prev_version/' "
-                  . "\$d/DEBIAN/control; "
-                  . "dpkg-deb -b -Zxz \$d $C/tmp/mt5credit-prev.deb; "
+($rc, $out) = run('sh', '-c', "set -e; "
+                  . "repack() { d=$T/repack; rm -rf \$d; dpkg-deb -R \$1 \$d; "
+                  . "sed -i \"s/^Version: .*/Version: \$2/\" "
+                  . "\$d/DEBIAN/control; dpkg-deb -b -Zxz \$d \$3; }; "
+                  . "repack $rel_src/build/deb/mt5credit_${rel_version}_amd64.deb "
+                  . "$version~0rel $C/tmp/mt5credit-release.deb; "
+                  . "repack $pkg $prev_version $C/tmp/mt5credit-prev.deb; "
                   . "cp $pkg $C/tmp/mt5credit-new.deb");
-is($rc, 0, "the previous version $prev_version, repacked") or diag $out;
+is($rc, 0, "... repacked as $version~0rel; this tree's as $prev_version")
+    or diag $out;
 
-inside_ok("dpkg -i mt5credit $prev_version",
-          'dpkg', '-i', '/tmp/mt5credit-prev.deb');
+inside_ok("dpkg -i mt5credit $rel_version, the release",
+          'dpkg', '-i', '/tmp/mt5credit-release.deb');
 is(unit_prop('mt5credit-worker.service', 'UnitFileState'), 'disabled',
    '... its units installed, not enabled');
 is(unit_prop('mt5credit-worker.service', 'ActiveState'), 'inactive',
@@ -290,7 +325,7 @@ sub psql {
 }
 
 psql('CREATE DATABASE mt5credit', db => 'postgres');
-inside_ok('migrate, from the package, as the docs say',
+inside_ok('migrate, from the release\'s package, as the docs say',
           'runuser', '-u', 'postgres', '--',
           '/usr/share/mt5credit/sql/migrate', '-p', $pg_port,
           '-d', 'mt5credit', '-h', '/run/postgresql');
@@ -338,7 +373,7 @@ my $conf = do { local $/; open my $fh, '<', "$C/etc/mt5credit/mt5credit.conf"
 my %set = (
     database => qq{"host=127.0.0.1 port=$pg_port dbname=mt5credit }
               . qq{user=$worker_role passfile=/etc/mt5credit/worker.pgpass"},
-    deployment_tag => 'prod', metrics_dir => '/var/lib/prometheus/node-exporter',
+    deployment_tag => 'prod',
     call_timeout => 5, lease => 30, poll_interval => 1,
     resolve_interval => 1, sweep_interval => 1, settle_margin => 1,
     url => "https://127.0.0.1:$sim_port", manager => 1000,
@@ -367,13 +402,12 @@ inside_ok('docs/observability.md: the textfile directory writable by '
 inside_ok('node-exporter started by its unit', 'systemctl', 'start',
           'prometheus-node-exporter.service');
 
-inside_ok('enable --now the worker and the status timer', 'systemctl',
-          'enable', '--now', 'mt5credit-worker.service',
-          'mt5credit-status-textfile.timer');
+inside_ok('enable --now the release\'s worker', 'systemctl', 'enable',
+          '--now', 'mt5credit-worker.service');
 wait_until('the worker running', 30, sub {
     unit_prop('mt5credit-worker.service', 'ActiveState') eq 'active' });
-my $old_pid = unit_prop('mt5credit-worker.service', 'MainPID');
-ok($old_pid > 0, "the worker runs (pid $old_pid in the container)")
+my $rel_pid = unit_prop('mt5credit-worker.service', 'MainPID');
+ok($rel_pid > 0, "the release's worker runs (pid $rel_pid in the container)")
     or diag((inside('journalctl', '-u', 'mt5credit-worker', '--no-pager'))[1]);
 
 # --- payments, before, during and after the upgrade ---------------------------------
@@ -401,15 +435,84 @@ sub count_status {
                   WHERE status = :'s'}, s => $status);
 }
 
-# every balance call takes 1.5 s: the upgrade comes while one is in flight
+# every balance call takes 1.5 s: each upgrade comes while one is in flight
 sim(POST => '/control/fault', { kind => 'latency', ms => 1500, count => 0,
                                 endpoint => '/api/trade/balance' });
-my @outcomes = map { pay() } 1 .. 6;
-is(scalar(grep { /credit/ } @outcomes), 6, 'six payments stored, each with '
-   . 'its credit') or diag "@outcomes";
+
+# --- the first upgrade: from the release, the order docs/operations.md gives ---
+
+my @outcomes = map { pay() } 1 .. 3;
+wait_until('a credit done by the release\'s worker and the next in flight',
+           60, sub { count_status('done') >= 1
+                     && count_status('claimed') >= 1 });
+
+# expand: this tree's migrations first, from its package, while the
+# release's worker is in a call
+inside_ok('this tree\'s package unpacked for its migrations', 'dpkg-deb',
+          '-x', '/tmp/mt5credit-prev.deb', '/tmp/next');
+inside_ok('migrate first, the release\'s worker in a call: this tree\'s '
+          . 'migrations', 'runuser', '-u', 'postgres', '--',
+          '/tmp/next/usr/share/mt5credit/sql/migrate', '-p', $pg_port,
+          '-d', 'mt5credit', '-h', '/run/postgresql');
+is(psql(q{SELECT count(*) FROM mt5credit.schema_migration
+          WHERE version = 73}), 1, '... the schema is this tree\'s');
+push @outcomes, pay();
+is(unit_prop('mt5credit-worker.service', 'MainPID'), $rel_pid,
+   '... and the release\'s worker goes on, on the new schema');
+
+# then the binaries: apt keeps the administrator's mt5credit.conf, as
+# unattended upgrades do (the release's keys are still this tree's)
+inside_ok("the upgrade from $rel_version: dpkg -i, the administrator's "
+          . 'configuration kept', 'dpkg', '--force-confdef',
+          '--force-confold', '-i', '/tmp/mt5credit-prev.deb');
+my $old_pid = wait_until('the worker restarted', 60, sub {
+    my $p = unit_prop('mt5credit-worker.service', 'MainPID');
+    return $p > 0 && $p != $rel_pid
+        && unit_prop('mt5credit-worker.service', 'ActiveState') eq 'active'
+        ? $p : undef;
+});
+ok($old_pid, "the upgrade from the release restarted its enabled worker: "
+   . "pid $rel_pid, now " . ($old_pid // 'none'));
+is(unit_prop('mt5credit-worker.service', 'NRestarts'), 0,
+   '... a restart by the upgrade, not by a crash');
+my @exe1 = stat("$C/proc/" . ($old_pid // 0) . '/exe');
+my @bin1 = stat("$C/usr/bin/mt5credit");
+ok(@exe1 && @bin1 && $exe1[1] == $bin1[1] && $exe1[0] == $bin1[0],
+   '... on the installed binary');
+push @outcomes, pay();
+wait_until('the first five payments credited', 60, sub {
+    count_status('done') == 5 });
+is(count_status('done'), 5, 'the five payments made around the first '
+   . 'upgrade credited, none left unknown or failed');
+
+# what the release had not: its textfiles, read by node-exporter, and the
+# status timer; the administrator turns them on
+(my $with_metrics = do { local $/; open my $fh, '<',
+                         "$C/etc/mt5credit/mt5credit.conf" or die; <$fh> })
+    =~ s/^(\[server )/metrics_dir = \/var\/lib\/prometheus\/node-exporter\n\n$1/m;
+write_file("$C/etc/mt5credit/mt5credit.conf.new", $with_metrics);
+inside_ok('metrics_dir set in mt5credit.conf', 'sh', '-c',
+          'cat /etc/mt5credit/mt5credit.conf.new '
+              . '> /etc/mt5credit/mt5credit.conf && '
+              . 'rm /etc/mt5credit/mt5credit.conf.new');
+inside_ok('enable --now the status timer', 'systemctl', 'enable', '--now',
+          'mt5credit-status-textfile.timer');
+inside_ok('the worker restarted to read it', 'systemctl', 'restart',
+          'mt5credit-worker.service');
+$old_pid = wait_until('the worker running again', 30, sub {
+    my $p = unit_prop('mt5credit-worker.service', 'MainPID');
+    return $p > 0 && $p != $old_pid ? $p : undef });
+ok($old_pid, "... pid " . ($old_pid // 'none'));
+
+# --- the second upgrade: this tree's scripts on both sides ---------------------------
+
+my $before = count_status('done');
+push @outcomes, map { pay() } 1 .. 6;
+is(scalar(grep { /credit/ } @outcomes), 11, 'eleven payments stored, each '
+   . 'with its credit') or diag "@outcomes";
 
 wait_until('a credit done and the next in flight', 60, sub {
-    count_status('done') >= 2 && count_status('claimed') >= 1 });
+    count_status('done') >= $before + 2 && count_status('claimed') >= 1 });
 my $in_flight = count_status('claimed');
 ok($in_flight >= 1, "a balance call in flight ($in_flight claimed) when the "
    . 'upgrade starts');
@@ -462,8 +565,9 @@ for my $u (qw(mt5credit-payout.service mt5credit-poll-provider.service)) {
        'inactive/disabled', "$u: not enabled, so the upgrade started nothing");
 }
 
-wait_until('every credit done', 90, sub { count_status('done') == 10 });
-is(count_status('done'), 10, 'all ten payments credited')
+my $paid = scalar @outcomes;
+wait_until('every credit done', 90, sub { count_status('done') == $paid });
+is(count_status('done'), $paid, "all $paid payments credited")
     or diag psql(q{SELECT string_agg(id || ' ' || status, ', ')
                    FROM mt5credit.mt5_credit}),
             (inside('journalctl', '-u', 'mt5credit-worker.service',
@@ -473,7 +577,7 @@ is(psql(q{SELECT count(*) FROM mt5credit.mt5_credit
 my %deals;
 $deals{ $_->{Comment} }++ for grep { $_->{Login} == 71001 }
                               @{ sim(GET => '/control/ledger')->{deals} };
-is(scalar(keys %deals), 10, 'MT5 holds ten deals, one comment each');
+is(scalar(keys %deals), $paid, "MT5 holds $paid deals, one comment each");
 is(scalar(grep { $_ != 1 } values %deals), 0, '... none twice')
     or diag explain \%deals;
 is(psql(q{SELECT count(*) FROM mt5credit.mt5_credit c
@@ -489,13 +593,13 @@ wait_until('both textfiles scraped', 60, sub {
     my $r = $http->get("http://127.0.0.1:$nx_port/metrics");
     $scrape = $r->{success} ? $r->{content} : '';
     return $scrape =~ /^mt5credit_status_timestamp_seconds/m
-        && $scrape =~ /^mt5credit_credits\{kind="deposit",status="done"\} 10$/m
+        && $scrape =~ /^mt5credit_credits\{kind="deposit",status="done"\} $paid$/m
         && $scrape =~ /^mt5credit_worker_\w+\{worker="mt5test:\d+"/m;
 });
 like($scrape, qr/^mt5credit_status_timestamp_seconds \S+$/m,
      'node-exporter serves the status timer\'s textfile, with its stamp');
-like($scrape, qr/^mt5credit_credits\{kind="deposit",status="done"\} 10$/m,
-     '... and what it read: ten deposits done');
+like($scrape, qr/^mt5credit_credits\{kind="deposit",status="done"\} $paid$/m,
+     "... and what it read: $paid deposits done");
 like($scrape, qr/^mt5credit_worker_\w+\{worker="mt5test:\Q$new_pid\E"/m,
      '... and the new worker\'s own series, labelled with its worker name');
 like($scrape, qr/^node_textfile_scrape_error 0$/m,
