@@ -49,8 +49,8 @@ CREATE TABLE mt5credit.database_timeline (
     recorded_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     recorded_by        text        NOT NULL
                                    CHECK (length(recorded_by) BETWEEN 1 AND 200),
-    -- the rewind its arrival started; none for the first one recorded,
-    -- or for one a proved rewind recorded (that rewind is the handling)
+    -- the rewind that handled its arrival: the one it started, or the
+    -- proved rewind that recorded it; none for the first one recorded
     rewind_id          bigint      REFERENCES mt5credit.database_rewind (id),
     PRIMARY KEY (system_identifier, timeline)
 );
@@ -239,8 +239,9 @@ BEGIN
     SELECT * INTO r FROM rewind_begin(p_worker, p_lease_seconds, p_detail,
                                       'database_rewound', 'critical');
 
-    INSERT INTO database_timeline (system_identifier, timeline, recorded_by)
-    SELECT t.system_identifier, t.timeline, p_worker
+    INSERT INTO database_timeline (system_identifier, timeline, recorded_by,
+                                   rewind_id)
+    SELECT t.system_identifier, t.timeline, p_worker, r.rewind_id
     FROM database_timeline_now() t
     ON CONFLICT DO NOTHING;
 

@@ -2029,8 +2029,9 @@ BEGIN
     SELECT * INTO r FROM rewind_begin(p_worker, p_lease_seconds, p_detail,
                                       'database_rewound', 'critical');
 
-    INSERT INTO database_timeline (system_identifier, timeline, recorded_by)
-    SELECT t.system_identifier, t.timeline, p_worker
+    INSERT INTO database_timeline (system_identifier, timeline, recorded_by,
+                                   rewind_id)
+    SELECT t.system_identifier, t.timeline, p_worker, r.rewind_id
     FROM database_timeline_now() t
     ON CONFLICT DO NOTHING;
 

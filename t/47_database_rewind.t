@@ -163,6 +163,10 @@ is($sb->sql1("SELECT count(*) FROM mt5credit.case "
              . "WHERE kind = 'database_timeline_changed'"), 0,
    'the promoted snapshot\'s rewind recorded its timeline: it is not '
    . 'handled again as an unrecorded one');
+is($sb->sql1("SELECT count(*) FROM mt5credit.database_timeline t "
+             . "JOIN mt5credit.database_rewind r ON r.id = t.rewind_id "
+             . "WHERE t.timeline = 2"), 1,
+   '... recorded with that rewind');
 
 # nothing lost, nothing to do: a worker restarted on the same database
 $st->start_worker('w1', %fast);
