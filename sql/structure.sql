@@ -959,6 +959,64 @@ $$;
 ALTER FUNCTION mt5credit.case_show(p_case bigint) OWNER TO mt5credit_owner;
 
 --
+-- Name: checkout_facts(text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.checkout_facts(p_type text, p_body jsonb) RETURNS SETOF mt5credit.payment_fact
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    d       jsonb := p_body->'data';
+    amount  bigint := json_minor(d->'amount');
+    cur     text := upper(json_text(d->'currency'));
+    id      text := json_text(d->'id');
+BEGIN
+    CASE p_type
+    WHEN 'payment_captured' THEN
+        RETURN NEXT ('paid', id, NULL, json_text(d->'reference'), amount,
+                     cur, NULL)::payment_fact;
+
+    WHEN 'payment_approved', 'payment_pending' THEN
+        RETURN NEXT ('pending', id, NULL, json_text(d->'reference'), NULL,
+                     cur, p_type)::payment_fact;
+
+    WHEN 'payment_declined', 'payment_capture_declined' THEN
+        RETURN NEXT ('failed', id, NULL, json_text(d->'reference'), NULL,
+                     cur, p_type)::payment_fact;
+
+    WHEN 'payment_expired', 'payment_canceled', 'payment_voided' THEN
+        RETURN NEXT ('expired', id, NULL, json_text(d->'reference'), NULL,
+                     cur, p_type)::payment_fact;
+
+    WHEN 'payment_refunded' THEN
+        RETURN NEXT ('refund', 'refund:' || json_text(d->'action_id'), id,
+                     NULL, amount, cur, NULL)::payment_fact;
+
+    WHEN 'dispute_evidence_required', 'dispute_accepted', 'dispute_lost',
+         'dispute_expired'
+    THEN
+        RETURN NEXT ('chargeback', 'chargeback:' || id,
+                     json_text(d->'payment_id'), NULL, amount, cur,
+                     NULL)::payment_fact;
+
+    WHEN 'dispute_won', 'dispute_canceled' THEN
+        RETURN NEXT ('chargeback_reversal',
+                     'chargeback:' || id || ':reversed',
+                     json_text(d->'payment_id'), NULL, amount, cur,
+                     NULL)::payment_fact;
+
+    ELSE
+        RETURN NEXT ('ignore', NULL, NULL, NULL, NULL, NULL,
+                     'event type not mapped')::payment_fact;
+    END CASE;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.checkout_facts(p_type text, p_body jsonb) OWNER TO mt5credit_owner;
+
+--
 -- Name: claim_credit(text, integer, text[]); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -2943,15 +3001,8 @@ BEGIN
         IF v_body IS NOT NULL AND jsonb_typeof(v_body) = 'object' THEN
             v_id := coalesce(p_event_id[i], json_text(v_body->'id'));
             v_type := json_text(v_body->'type');
-            IF p_provider[i] = 'stripe' THEN
-                v_facts := ARRAY(SELECT x FROM stripe_facts(v_type, v_body) x);
-            ELSE
-                v_facts := ARRAY(SELECT x
-                                 FROM standard_facts(v_type, v_body) x);
-            END IF;
-            v_facts := v_facts
-                       || ARRAY(SELECT x FROM status_facts(p_provider[i],
-                                                           v_type, v_body) x);
+            v_facts := ARRAY(SELECT x FROM payload_facts(p_provider[i],
+                                                         v_type, v_body) x);
         ELSE
             v_id := p_event_id[i];
         END IF;
@@ -3210,14 +3261,8 @@ BEGIN
     created := false;
 
     -- the provider's own facts first, then its status facts, as before
-    IF p_provider = 'stripe' THEN
-        v_facts := ARRAY(SELECT x FROM stripe_facts(p_type, p_body) x);
-    ELSE
-        v_facts := ARRAY(SELECT x FROM standard_facts(p_type, p_body) x);
-    END IF;
-    v_facts := v_facts
-               || ARRAY(SELECT x FROM status_facts(p_provider, p_type,
-                                                   p_body) x);
+    v_facts := ARRAY(SELECT x FROM payload_facts(p_provider, p_type,
+                                                 p_body) x);
 
     FOREACH f IN ARRAY v_facts LOOP
         IF f.action = 'ignore' THEN
@@ -4076,6 +4121,36 @@ $$;
 
 
 ALTER FUNCTION mt5credit.paused(p_scope text, p_target text) OWNER TO mt5credit_owner;
+
+--
+-- Name: payload_facts(text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.payload_facts(p_provider text, p_type text, p_body jsonb) RETURNS SETOF mt5credit.payment_fact
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_payload text;
+BEGIN
+    SELECT payload INTO v_payload FROM provider_payload
+    WHERE provider = p_provider;
+
+    CASE coalesce(v_payload, 'generic')
+    WHEN 'stripe' THEN
+        RETURN QUERY SELECT * FROM stripe_facts(p_type, p_body);
+        RETURN QUERY SELECT * FROM status_facts(p_provider, p_type, p_body);
+    WHEN 'checkout' THEN
+        RETURN QUERY SELECT * FROM checkout_facts(p_type, p_body);
+    ELSE
+        RETURN QUERY SELECT * FROM standard_facts(p_type, p_body);
+        RETURN QUERY SELECT * FROM status_facts(p_provider, p_type, p_body);
+    END CASE;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.payload_facts(p_provider text, p_type text, p_body jsonb) OWNER TO mt5credit_owner;
 
 --
 -- Name: payment_credit_after_rewind(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -5074,6 +5149,53 @@ $$;
 
 
 ALTER FUNCTION mt5credit.program_door_closed(p_provider text, p_door text, p_type text) OWNER TO mt5credit_owner;
+
+--
+-- Name: provider_payload_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.provider_payload_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE' OR NEW.payload IS DISTINCT FROM OLD.payload
+       OR NEW.provider IS DISTINCT FROM OLD.provider
+    THEN
+        RAISE EXCEPTION 'provider %: its payload format is fixed once '
+                        'chosen; a new format needs a new provider name',
+                        OLD.provider
+            USING ERRCODE = 'MC013';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.provider_payload_guard() OWNER TO mt5credit_owner;
+
+--
+-- Name: provider_payload_new(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.provider_payload_new() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM webhook_event WHERE provider = NEW.provider)
+       AND NEW.payload <> 'generic'
+    THEN
+        RAISE EXCEPTION 'provider %: events were already read as the '
+                        'generic payload', NEW.provider
+            USING ERRCODE = 'MC013';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.provider_payload_new() OWNER TO mt5credit_owner;
 
 --
 -- Name: query_answered(text, bigint, text, bytea); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -10676,6 +10798,29 @@ COMMENT ON TABLE mt5credit.provider_api IS 'The providers whose API a program as
 
 
 --
+-- Name: provider_payload; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.provider_payload (
+    provider text NOT NULL,
+    payload text NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT provider_payload_check CHECK (((provider = 'stripe'::text) = (payload = 'stripe'::text))),
+    CONSTRAINT provider_payload_payload_check CHECK ((payload = ANY (ARRAY['generic'::text, 'stripe'::text, 'checkout'::text]))),
+    CONSTRAINT provider_payload_provider_check CHECK ((provider ~ '^[a-z0-9][a-z0-9_-]{0,31}$'::text))
+);
+
+
+ALTER TABLE mt5credit.provider_payload OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE provider_payload; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.provider_payload IS 'The format each provider''s bodies are read in (075); a provider without a row is read as the generic payload';
+
+
+--
 -- Name: recon_clock; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -11767,6 +11912,14 @@ ALTER TABLE ONLY mt5credit.provider_api
 
 
 --
+-- Name: provider_payload provider_payload_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.provider_payload
+    ADD CONSTRAINT provider_payload_pkey PRIMARY KEY (provider);
+
+
+--
 -- Name: recon_clock recon_clock_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -12565,6 +12718,20 @@ CREATE TRIGGER payout_no_delete BEFORE DELETE ON mt5credit.payout FOR EACH ROW E
 --
 
 CREATE TRIGGER payout_whole_without_plan BEFORE INSERT ON mt5credit.payout FOR EACH ROW EXECUTE FUNCTION mt5credit.payout_whole_without_plan();
+
+
+--
+-- Name: provider_payload provider_payload_before_events; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER provider_payload_before_events BEFORE INSERT ON mt5credit.provider_payload FOR EACH ROW EXECUTE FUNCTION mt5credit.provider_payload_new();
+
+
+--
+-- Name: provider_payload provider_payload_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER provider_payload_fixed BEFORE DELETE OR UPDATE ON mt5credit.provider_payload FOR EACH ROW EXECUTE FUNCTION mt5credit.provider_payload_guard();
 
 
 --
@@ -13445,6 +13612,13 @@ GRANT ALL ON FUNCTION mt5credit.case_show(p_case bigint) TO mt5credit_operator;
 
 
 --
+-- Name: FUNCTION checkout_facts(p_type text, p_body jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.checkout_facts(p_type text, p_body jsonb) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION claim_credit(p_worker text, p_lease_seconds integer, p_servers text[]); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13933,6 +14107,13 @@ REVOKE ALL ON FUNCTION mt5credit.paused(p_scope text, p_target text) FROM PUBLIC
 
 
 --
+-- Name: FUNCTION payload_facts(p_provider text, p_type text, p_body jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.payload_facts(p_provider text, p_type text, p_body jsonb) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION payment_credit_after_rewind(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14136,6 +14317,20 @@ REVOKE ALL ON FUNCTION mt5credit.program_answer_unvouched(p_provider text, p_typ
 --
 
 REVOKE ALL ON FUNCTION mt5credit.program_door_closed(p_provider text, p_door text, p_type text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION provider_payload_guard(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.provider_payload_guard() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION provider_payload_new(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.provider_payload_new() FROM PUBLIC;
 
 
 --

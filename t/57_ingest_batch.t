@@ -14,6 +14,8 @@
 #     they end one after the other
 #   - the set-based part leaving half its work: when its statement raises,
 #     every one of its elements goes through ingest() and ends the same
+#   - a provider's own format read two ways: Checkout.com's events
+#     (sql/075) leave in a batch what they leave one by one
 #   - a deadlock between two batches failing more than one webhook: one
 #     delivery gets 40P01 (its provider retries), the rest of both commit
 #   - a caller choosing the history's actor through the batch's map:
@@ -353,6 +355,64 @@ WHERE c.provider_payment_id IN ('pi_batch_13', 'pi_batch_14', 'pi_batch_15')
   AND h.actor = 'ingest:batch'
 SQL
 is($gap, 0, 'no history row kept the batch\'s marker as its actor');
+
+# --- Checkout.com's own events (sql/075) --------------------------------
+
+sub cko {
+    my ($type, $id, %data) = @_;
+    my $data = join(',', map {
+        qq("$_":) . ($_ eq 'amount' ? $data{$_} : qq("$data{$_}"))
+    } sort keys %data);
+    return { provider => 'checkout', event_id => undef, scheme => 'hmac-sha256',
+             request_id => undef,
+             body => qq({"id":"$id","type":"$type","data":{$data}}) };
+}
+
+for my $sb (values %db) {
+    $sb->psql("INSERT INTO mt5credit.provider_payload VALUES "
+              . "('checkout', 'checkout')");
+    for my $n (21 .. 23) {
+        $sb->psql("SELECT mt5credit.create_deposit('alice', "
+                  . sprintf("'click-%06d'", $n) . ", 'checkout', 'live1', "
+                  . "1001, 50000, 'USD')", user => 'portal');
+    }
+}
+
+my @cko = (
+    # 1: a capture, its own deposit: the set-based way
+    cko('payment_captured', 'evt_cko_1', id => 'pay_cko_21',
+        action_id => 'act_c21', reference => dep(21), amount => 50000,
+        currency => 'USD'),
+    # 2-3: approved, then captured, of one deposit
+    cko('payment_approved', 'evt_cko_2', id => 'pay_cko_22',
+        action_id => 'act_a22', reference => dep(22), amount => 50000,
+        currency => 'USD'),
+    cko('payment_captured', 'evt_cko_3', id => 'pay_cko_22',
+        action_id => 'act_c22', reference => dep(22), amount => 50000,
+        currency => 'USD'),
+    # 4: a capture of another amount: a case
+    cko('payment_captured', 'evt_cko_4', id => 'pay_cko_23',
+        action_id => 'act_c23', reference => dep(23), amount => 49999,
+        currency => 'USD'),
+    # 5-6: the first payment refunded in part, and disputed
+    cko('payment_refunded', 'evt_cko_5', id => 'pay_cko_21',
+        action_id => 'act_r21', reference => dep(21), amount => 1000,
+        currency => 'USD'),
+    cko('dispute_evidence_required', 'evt_cko_6', id => 'dsp_cko_21',
+        payment_id => 'pay_cko_21', amount => 49000, currency => 'USD'),
+    # 7: a type with no meaning
+    cko('card_verified', 'evt_cko_7', id => 'src_cko', currency => 'USD'),
+);
+@one = map { ingest_one($db{one}, $_) } @cko;
+@got = ingest_batch($db{batch}, @cko);
+is_deeply([ map { said($_) } @got ], [ map { said($_) } @one ],
+          'Checkout.com: the batch said what ingest() said');
+is_deeply([ map { $_->{outcome} } @got ],
+          [ 'credit_created', 'stored', 'credit_created', 'case_opened',
+            'credit_created', 'credit_created', 'stored' ],
+          'Checkout.com: a capture, an approval then a capture, another '
+          . 'amount, a refund, a dispute, a card check');
+same_rows('Checkout.com\'s events');
 
 # --- the map is no way to choose an actor -------------------------------
 
