@@ -64,17 +64,24 @@ CREATE TRIGGER provider_payload_fixed
     BEFORE UPDATE OR DELETE ON mt5credit.provider_payload
     FOR EACH ROW EXECUTE FUNCTION mt5credit.provider_payload_guard();
 
+-- a provider with events keeps the format they were read in before
+-- its row: Stripe's for 'stripe' (this file's own row, on a database
+-- with Stripe's events), the generic payload for any other name
 CREATE FUNCTION mt5credit.provider_payload_new()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = mt5credit, pg_temp
 AS $$
+DECLARE
+    v_read text := CASE WHEN NEW.provider = 'stripe' THEN 'stripe'
+                        ELSE 'generic' END;
 BEGIN
-    IF EXISTS (SELECT 1 FROM webhook_event WHERE provider = NEW.provider)
-       AND NEW.payload <> 'generic'
+    IF NEW.payload <> v_read
+       AND EXISTS (SELECT 1 FROM webhook_event
+                   WHERE provider = NEW.provider)
     THEN
         RAISE EXCEPTION 'provider %: events were already read as the '
-                        'generic payload', NEW.provider
+                        '% payload', NEW.provider, v_read
             USING ERRCODE = 'MC013';
     END IF;
     RETURN NEW;

@@ -5182,12 +5182,16 @@ CREATE FUNCTION mt5credit.provider_payload_new() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
+DECLARE
+    v_read text := CASE WHEN NEW.provider = 'stripe' THEN 'stripe'
+                        ELSE 'generic' END;
 BEGIN
-    IF EXISTS (SELECT 1 FROM webhook_event WHERE provider = NEW.provider)
-       AND NEW.payload <> 'generic'
+    IF NEW.payload <> v_read
+       AND EXISTS (SELECT 1 FROM webhook_event
+                   WHERE provider = NEW.provider)
     THEN
         RAISE EXCEPTION 'provider %: events were already read as the '
-                        'generic payload', NEW.provider
+                        '% payload', NEW.provider, v_read
             USING ERRCODE = 'MC013';
     END IF;
     RETURN NEW;
