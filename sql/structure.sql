@@ -959,64 +959,6 @@ $$;
 ALTER FUNCTION mt5credit.case_show(p_case bigint) OWNER TO mt5credit_owner;
 
 --
--- Name: checkout_facts(text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
---
-
-CREATE FUNCTION mt5credit.checkout_facts(p_type text, p_body jsonb) RETURNS SETOF mt5credit.payment_fact
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'mt5credit', 'pg_temp'
-    AS $$
-DECLARE
-    d       jsonb := p_body->'data';
-    amount  bigint := json_minor(d->'amount');
-    cur     text := upper(json_text(d->'currency'));
-    id      text := json_text(d->'id');
-BEGIN
-    CASE p_type
-    WHEN 'payment_captured' THEN
-        RETURN NEXT ('paid', id, NULL, json_text(d->'reference'), amount,
-                     cur, NULL)::payment_fact;
-
-    WHEN 'payment_approved', 'payment_pending' THEN
-        RETURN NEXT ('pending', id, NULL, json_text(d->'reference'), NULL,
-                     cur, p_type)::payment_fact;
-
-    WHEN 'payment_declined', 'payment_capture_declined' THEN
-        RETURN NEXT ('failed', id, NULL, json_text(d->'reference'), NULL,
-                     cur, p_type)::payment_fact;
-
-    WHEN 'payment_expired', 'payment_canceled', 'payment_voided' THEN
-        RETURN NEXT ('expired', id, NULL, json_text(d->'reference'), NULL,
-                     cur, p_type)::payment_fact;
-
-    WHEN 'payment_refunded' THEN
-        RETURN NEXT ('refund', 'refund:' || json_text(d->'action_id'), id,
-                     NULL, amount, cur, NULL)::payment_fact;
-
-    WHEN 'dispute_evidence_required', 'dispute_accepted', 'dispute_lost',
-         'dispute_expired'
-    THEN
-        RETURN NEXT ('chargeback', 'chargeback:' || id,
-                     json_text(d->'payment_id'), NULL, amount, cur,
-                     NULL)::payment_fact;
-
-    WHEN 'dispute_won', 'dispute_canceled' THEN
-        RETURN NEXT ('chargeback_reversal',
-                     'chargeback:' || id || ':reversed',
-                     json_text(d->'payment_id'), NULL, amount, cur,
-                     NULL)::payment_fact;
-
-    ELSE
-        RETURN NEXT ('ignore', NULL, NULL, NULL, NULL, NULL,
-                     'event type not mapped')::payment_fact;
-    END CASE;
-END
-$$;
-
-
-ALTER FUNCTION mt5credit.checkout_facts(p_type text, p_body jsonb) OWNER TO mt5credit_owner;
-
---
 -- Name: claim_credit(text, integer, text[]); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -2793,6 +2735,7 @@ DECLARE
     v_body      jsonb;
     v_type      text;
     v_id        text;
+    v_part      jsonpath;
     v_sha       bytea := sha256(p_raw_body);
     v_rid       text := CASE WHEN p_request_id ~ '^[0-9a-f]{32}$'
                              THEN p_request_id END;
@@ -2834,16 +2777,18 @@ BEGIN
         RETURN;
     END IF;
 
-    v_id := coalesce(p_event_id, json_text(v_body->'id'));
+    -- where the provider's format keeps them (076)
+    SELECT coalesce(p_event_id, e.event_id), e.event_type, e.event_part
+    INTO v_id, v_type, v_part
+    FROM payload_event(p_provider, v_body) e;
 
     IF v_id IS NULL THEN
         RETURN QUERY SELECT * FROM ingest_malformed(p_provider, p_raw_body,
             v_sha, p_scheme, p_signed_at, v_rid,
-            'no event id (string "id", 1..255 bytes)');
+            'no event id (a string of 1..255 bytes where the provider''s '
+            'format keeps it)');
         RETURN;
     END IF;
-
-    v_type := json_text(v_body->'type');
 
     PERFORM set_config('mt5credit.actor',
                        left('ingest:' || p_provider || ':' || v_id, 200),
@@ -2866,7 +2811,15 @@ BEGIN
         SELECT * INTO v_old FROM webhook_event
         WHERE provider = p_provider AND provider_event_id = v_id;
 
-        IF v_old.body_sha256 = v_sha THEN
+        -- the same bytes, or (076) the same event in another delivery's
+        -- envelope
+        IF v_old.body_sha256 = v_sha
+           OR (v_part IS NOT NULL
+               AND payload_value(v_body, v_part) IS NOT NULL
+               AND payload_value(v_body, v_part)
+                   = payload_value(convert_from(v_old.raw_body,
+                                                'UTF8')::jsonb, v_part))
+        THEN
             RETURN QUERY SELECT 'duplicate'::text, v_old.credit_id, v_old.id,
                                 NULL::text;
             RETURN;
@@ -2999,8 +2952,9 @@ BEGIN
         END;
 
         IF v_body IS NOT NULL AND jsonb_typeof(v_body) = 'object' THEN
-            v_id := coalesce(p_event_id[i], json_text(v_body->'id'));
-            v_type := json_text(v_body->'type');
+            SELECT coalesce(p_event_id[i], e.event_id), e.event_type
+            INTO v_id, v_type
+            FROM payload_event(p_provider[i], v_body) e;
             v_facts := ARRAY(SELECT x FROM payload_facts(p_provider[i],
                                                          v_type, v_body) x);
         ELSE
@@ -3275,6 +3229,8 @@ BEGIN
             p_credit := NULL;
         ELSIF f.action IN ('pending', 'failed', 'expired') THEN
             s := ingest_status(p_provider, f, p_event, p_event_id);
+        ELSIF f.action = 'review' THEN
+            s := ingest_review(p_provider, f, p_event);
         ELSE
             s := ingest_reversal(p_provider, f, p_event);
         END IF;
@@ -3728,6 +3684,38 @@ $$;
 ALTER FUNCTION mt5credit.ingest_reversal(p_provider text, f mt5credit.payment_fact, p_event bigint) OWNER TO mt5credit_owner;
 
 --
+-- Name: ingest_review(text, mt5credit.payment_fact, bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.ingest_review(p_provider text, f mt5credit.payment_fact, p_event bigint) RETURNS mt5credit.ingest_step
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_dep   deposit;
+    v_case  bigint;
+BEGIN
+    SELECT * INTO v_dep FROM deposit
+    WHERE reference = f.deposit_ref AND provider = p_provider;
+
+    v_case := open_case('provider_payment_review', 'high',
+                        'provider_payment_review:' || p_provider || ':'
+                            || coalesce(f.payment_key, 'event ' || p_event)
+                            || ':' || f.note,
+                        jsonb_build_object('facts', to_jsonb(f)),
+                        NULL, v_dep.id, p_event,
+                        CASE WHEN f.currency IS NOT NULL
+                             THEN f.amount_minor END,
+                        f.currency);
+
+    RETURN ('case_opened', NULL, f.note || ': case ' || v_case)::ingest_step;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.ingest_review(p_provider text, f mt5credit.payment_fact, p_event bigint) OWNER TO mt5credit_owner;
+
+--
 -- Name: ingest_status(text, mt5credit.payment_fact, bigint, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -3829,6 +3817,24 @@ $$;
 
 
 ALTER FUNCTION mt5credit.ingest_withdrawal_refund(p_provider text, f mt5credit.payment_fact, p_event bigint) OWNER TO mt5credit_owner;
+
+--
+-- Name: json_decimal_minor(jsonb, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.json_decimal_minor(p jsonb, p_currency text) RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $_$
+    SELECT CASE WHEN scale(m) = 0 AND m < 1e18 THEN m::bigint END
+    FROM (SELECT CASE WHEN jsonb_typeof(p) IN ('string', 'number')
+                       AND (p #>> '{}') ~ '^[0-9]{1,15}(\.[0-9]{1,18})?$'
+                      THEN major_to_minor((p #>> '{}')::numeric, p_currency)
+                 END AS m) x
+$_$;
+
+
+ALTER FUNCTION mt5credit.json_decimal_minor(p jsonb, p_currency text) OWNER TO mt5credit_owner;
 
 --
 -- Name: json_minor(jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -4123,6 +4129,40 @@ $$;
 ALTER FUNCTION mt5credit.paused(p_scope text, p_target text) OWNER TO mt5credit_owner;
 
 --
+-- Name: payload_amount(jsonb, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.payload_amount(p jsonb, p_form text, p_currency text) RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT CASE p_form WHEN 'minor' THEN json_minor(p)
+                       WHEN 'decimal' THEN json_decimal_minor(p, p_currency)
+           END
+$$;
+
+
+ALTER FUNCTION mt5credit.payload_amount(p jsonb, p_form text, p_currency text) OWNER TO mt5credit_owner;
+
+--
+-- Name: payload_event(text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.payload_event(p_provider text, p_body jsonb, OUT event_id text, OUT event_type text, OUT event_part jsonpath) RETURNS record
+    LANGUAGE sql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT json_text(payload_value(p_body, f.event_id)),
+           json_text(payload_value(p_body, f.event_type)), f.event_part
+    FROM payload_format f
+    WHERE f.payload = coalesce((SELECT p.payload FROM provider_payload p
+                                WHERE p.provider = p_provider), 'generic')
+$$;
+
+
+ALTER FUNCTION mt5credit.payload_event(p_provider text, p_body jsonb, OUT event_id text, OUT event_type text, OUT event_part jsonpath) OWNER TO mt5credit_owner;
+
+--
 -- Name: payload_facts(text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -4136,21 +4176,69 @@ BEGIN
     SELECT payload INTO v_payload FROM provider_payload
     WHERE provider = p_provider;
 
-    CASE coalesce(v_payload, 'generic')
-    WHEN 'stripe' THEN
+    IF v_payload = 'stripe' THEN
         RETURN QUERY SELECT * FROM stripe_facts(p_type, p_body);
         RETURN QUERY SELECT * FROM status_facts(p_provider, p_type, p_body);
-    WHEN 'checkout' THEN
-        RETURN QUERY SELECT * FROM checkout_facts(p_type, p_body);
     ELSE
-        RETURN QUERY SELECT * FROM standard_facts(p_type, p_body);
-        RETURN QUERY SELECT * FROM status_facts(p_provider, p_type, p_body);
-    END CASE;
+        RETURN QUERY SELECT * FROM rule_facts(coalesce(v_payload, 'generic'),
+                                              p_type, p_body);
+    END IF;
 END
 $$;
 
 
 ALTER FUNCTION mt5credit.payload_facts(p_provider text, p_type text, p_body jsonb) OWNER TO mt5credit_owner;
+
+--
+-- Name: payload_format_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.payload_format_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'payload format %: fixed once written; a new reading '
+                    'needs a new format', OLD.payload
+        USING ERRCODE = 'MC013';
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.payload_format_guard() OWNER TO mt5credit_owner;
+
+--
+-- Name: payload_rule_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.payload_rule_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'payload rule %/% step %: rules are fixed once written; '
+                    'a new reading needs a new format',
+                    OLD.payload, OLD.event_type, OLD.step
+        USING ERRCODE = 'MC013';
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.payload_rule_guard() OWNER TO mt5credit_owner;
+
+--
+-- Name: payload_value(jsonb, jsonpath); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.payload_value(p_body jsonb, p_path jsonpath) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN p_path IS NOT NULL
+                THEN jsonb_path_query_first(p_body, p_path, '{}', true) END
+$$;
+
+
+ALTER FUNCTION mt5credit.payload_value(p_body jsonb, p_path jsonpath) OWNER TO mt5credit_owner;
 
 --
 -- Name: payment_credit_after_rewind(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -5046,11 +5134,9 @@ DECLARE
     v_found   boolean;
     v_object  text := p_body #>> '{data,object,id}';
 BEGIN
-    IF p_provider = 'stripe' THEN
-        v_facts := ARRAY(SELECT x FROM stripe_facts(p_type, p_body) x);
-    ELSE
-        v_facts := ARRAY(SELECT x FROM standard_facts(p_type, p_body) x);
-    END IF;
+    -- read as ingest() will read it
+    v_facts := ARRAY(SELECT x FROM payload_facts(p_provider, p_type,
+                                                 p_body) x);
 
     FOREACH f IN ARRAY v_facts LOOP
         IF f.action = 'chargeback_reversal' THEN
@@ -7846,6 +7932,84 @@ $$;
 ALTER FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text, p_severity text) OWNER TO mt5credit_owner;
 
 --
+-- Name: rule_facts(text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.rule_facts(p_payload text, p_type text, p_body jsonb) RETURNS SETOF mt5credit.payment_fact
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    r       payload_rule;
+    v_cur   text;
+    v_amt   bigint;
+    v_key   text;
+    v_got   numeric;
+    v_bad   boolean;
+    v_note  text;
+    x       jsonb;
+BEGIN
+    FOR r IN SELECT * FROM payload_rule
+             WHERE payload = p_payload AND event_type = p_type
+             ORDER BY step
+    LOOP
+        CONTINUE WHEN r.only_if IS NOT NULL
+            AND jsonb_path_match(p_body, r.only_if, '{}', true)
+                IS NOT TRUE;
+
+        v_cur := upper(json_text(payload_value(p_body, r.currency)));
+        v_amt := payload_amount(payload_value(p_body, r.amount),
+                                r.amount_form, v_cur);
+        v_key := r.key_prefix || json_text(payload_value(p_body, r.payment))
+                 || r.key_suffix;
+        v_note := coalesce(json_text(payload_value(p_body, r.note)),
+                           r.note_text,
+                           CASE WHEN r.action IN ('pending', 'failed',
+                                                  'expired')
+                                THEN p_type END);
+
+        -- what was received, read as the amount is, summed exactly
+        IF r.received IS NOT NULL AND v_amt IS NOT NULL THEN
+            v_got := 0;
+            v_bad := false;
+            FOR x IN SELECT * FROM jsonb_path_query(p_body, r.received,
+                                                    '{}', true)
+            LOOP
+                v_bad := v_bad OR payload_amount(x, r.amount_form, v_cur)
+                                  IS NULL;
+                v_got := v_got + coalesce(payload_amount(x, r.amount_form,
+                                                         v_cur), 0);
+            END LOOP;
+
+            IF v_bad OR v_got <> v_amt THEN
+                RETURN NEXT ('review', v_key, NULL,
+                             json_text(payload_value(p_body, r.deposit)),
+                             v_amt, v_cur,
+                             p_type || ': received '
+                             || CASE WHEN v_bad THEN 'an amount not in '
+                                     || v_cur ELSE v_got || '' END
+                             || ' minor units, asked ' || v_amt
+                            )::payment_fact;
+                RETURN;
+            END IF;
+        END IF;
+
+        RETURN NEXT (r.action, v_key,
+                     json_text(payload_value(p_body, r.original)),
+                     json_text(payload_value(p_body, r.deposit)),
+                     v_amt, v_cur, v_note)::payment_fact;
+        RETURN;
+    END LOOP;
+
+    RETURN NEXT ('ignore', NULL, NULL, NULL, NULL, NULL,
+                 'event type not mapped')::payment_fact;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.rule_facts(p_payload text, p_type text, p_body jsonb) OWNER TO mt5credit_owner;
+
+--
 -- Name: set_actor(text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -8055,58 +8219,6 @@ $$;
 
 
 ALTER FUNCTION mt5credit.settle_verified(p_id bigint, p_attempt integer, p_ticket bigint, p_worker text, p_detail jsonb) OWNER TO mt5credit_owner;
-
---
--- Name: standard_facts(text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
---
-
-CREATE FUNCTION mt5credit.standard_facts(p_type text, p_body jsonb) RETURNS SETOF mt5credit.payment_fact
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'mt5credit', 'pg_temp'
-    AS $$
-DECLARE
-    d       jsonb := p_body->'data';
-    amount  bigint := json_minor(d->'amount_minor');
-    cur     text := upper(json_text(d->'currency'));
-    pay     text := json_text(d->'payment_id');
-BEGIN
-    CASE p_type
-    WHEN 'payment.succeeded' THEN
-        RETURN NEXT ('paid', pay, NULL, json_text(d->'deposit_reference'),
-                     amount, cur, NULL)::payment_fact;
-
-    WHEN 'payment.refunded' THEN
-        RETURN NEXT ('refund', 'refund:' || json_text(d->'refund_id'), pay,
-                     NULL, amount, cur, NULL)::payment_fact;
-
-    WHEN 'payment.chargeback' THEN
-        RETURN NEXT ('chargeback',
-                     'chargeback:' || json_text(d->'chargeback_id'), pay,
-                     NULL, amount, cur, NULL)::payment_fact;
-
-    WHEN 'payment.chargeback_reversed' THEN
-        RETURN NEXT ('chargeback_reversal',
-                     'chargeback:' || json_text(d->'chargeback_id')
-                         || ':reversed',
-                     pay, NULL, amount, cur, NULL)::payment_fact;
-
-    WHEN 'payout.processing', 'payout.paid', 'payout.failed',
-         'payout.returned'
-    THEN
-        RETURN NEXT ('payout_status', json_text(d->'payout_id'), NULL,
-                     json_text(d->'reference'), NULL, NULL,
-                     coalesce(json_text(d->'status'), substr(p_type, 8))
-                    )::payment_fact;
-
-    ELSE
-        RETURN NEXT ('ignore', NULL, NULL, NULL, NULL, NULL,
-                     'event type not mapped')::payment_fact;
-    END CASE;
-END
-$$;
-
-
-ALTER FUNCTION mt5credit.standard_facts(p_type text, p_body jsonb) OWNER TO mt5credit_owner;
 
 --
 -- Name: status_facts(text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -10584,6 +10696,73 @@ ALTER TABLE mt5credit.pause ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 
 --
+-- Name: payload_format; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.payload_format (
+    payload text NOT NULL,
+    event_id jsonpath NOT NULL,
+    event_type jsonpath NOT NULL,
+    event_part jsonpath,
+    about text NOT NULL,
+    CONSTRAINT payload_format_about_check CHECK (((length(about) >= 1) AND (length(about) <= 500))),
+    CONSTRAINT payload_format_payload_check CHECK ((payload ~ '^[a-z][a-z0-9_]{0,31}$'::text))
+);
+
+
+ALTER TABLE mt5credit.payload_format OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE payload_format; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.payload_format IS 'A provider payload format (076): where its events'' id and type are; payload_rule says what each type means';
+
+
+--
+-- Name: payload_rule; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.payload_rule (
+    payload text NOT NULL,
+    event_type text NOT NULL,
+    step smallint NOT NULL,
+    only_if jsonpath,
+    action text NOT NULL,
+    payment jsonpath,
+    key_prefix text DEFAULT ''::text NOT NULL,
+    key_suffix text DEFAULT ''::text NOT NULL,
+    original jsonpath,
+    deposit jsonpath,
+    amount jsonpath,
+    amount_form text,
+    received jsonpath,
+    currency jsonpath,
+    note jsonpath,
+    note_text text,
+    CONSTRAINT payload_rule_action_check CHECK ((action = ANY (ARRAY['paid'::text, 'pending'::text, 'failed'::text, 'expired'::text, 'refund'::text, 'chargeback'::text, 'chargeback_reversal'::text, 'payout_status'::text, 'review'::text, 'ignore'::text]))),
+    CONSTRAINT payload_rule_amount_form_check CHECK ((amount_form = ANY (ARRAY['minor'::text, 'decimal'::text]))),
+    CONSTRAINT payload_rule_check CHECK (((amount IS NULL) = (amount_form IS NULL))),
+    CONSTRAINT payload_rule_check1 CHECK (((received IS NULL) OR (amount IS NOT NULL))),
+    CONSTRAINT payload_rule_check2 CHECK (((action <> 'paid'::text) OR ((payment IS NOT NULL) AND (deposit IS NOT NULL) AND (amount IS NOT NULL) AND (currency IS NOT NULL)))),
+    CONSTRAINT payload_rule_check3 CHECK (((action <> ALL (ARRAY['refund'::text, 'chargeback'::text, 'chargeback_reversal'::text])) OR ((payment IS NOT NULL) AND (original IS NOT NULL) AND (amount IS NOT NULL) AND (currency IS NOT NULL)))),
+    CONSTRAINT payload_rule_check4 CHECK (((action <> ALL (ARRAY['review'::text, 'ignore'::text])) OR (note_text IS NOT NULL))),
+    CONSTRAINT payload_rule_event_type_check CHECK (((length(event_type) >= 1) AND (length(event_type) <= 255))),
+    CONSTRAINT payload_rule_payload_check CHECK ((payload <> 'stripe'::text)),
+    CONSTRAINT payload_rule_step_check CHECK (((step >= 1) AND (step <= 9)))
+);
+
+
+ALTER TABLE mt5credit.payload_rule OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE payload_rule; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.payload_rule IS 'What a format''s event type means (076): the first rule by step whose only_if holds decides; a type without a rule is no money';
+
+
+--
 -- Name: payout_currency; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -10810,7 +10989,6 @@ CREATE TABLE mt5credit.provider_payload (
     payload text NOT NULL,
     added_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT provider_payload_check CHECK (((provider = 'stripe'::text) = (payload = 'stripe'::text))),
-    CONSTRAINT provider_payload_payload_check CHECK ((payload = ANY (ARRAY['generic'::text, 'stripe'::text, 'checkout'::text]))),
     CONSTRAINT provider_payload_provider_check CHECK ((provider ~ '^[a-z0-9][a-z0-9_-]{0,31}$'::text))
 );
 
@@ -11804,6 +11982,22 @@ ALTER TABLE ONLY mt5credit.pause
 
 
 --
+-- Name: payload_format payload_format_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.payload_format
+    ADD CONSTRAINT payload_format_pkey PRIMARY KEY (payload);
+
+
+--
+-- Name: payload_rule payload_rule_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.payload_rule
+    ADD CONSTRAINT payload_rule_pkey PRIMARY KEY (payload, event_type, step);
+
+
+--
 -- Name: payout_currency payout_currency_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -12683,6 +12877,20 @@ CREATE TRIGGER pause_guard BEFORE DELETE OR UPDATE ON mt5credit.pause FOR EACH R
 
 
 --
+-- Name: payload_format payload_format_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER payload_format_fixed BEFORE DELETE OR UPDATE ON mt5credit.payload_format FOR EACH ROW EXECUTE FUNCTION mt5credit.payload_format_guard();
+
+
+--
+-- Name: payload_rule payload_rule_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER payload_rule_fixed BEFORE DELETE OR UPDATE ON mt5credit.payload_rule FOR EACH ROW EXECUTE FUNCTION mt5credit.payload_rule_guard();
+
+
+--
 -- Name: payout payout_deployment; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13171,6 +13379,14 @@ ALTER TABLE ONLY mt5credit.mt5_credit
 
 
 --
+-- Name: payload_rule payload_rule_payload_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.payload_rule
+    ADD CONSTRAINT payload_rule_payload_fkey FOREIGN KEY (payload) REFERENCES mt5credit.payload_format(payload);
+
+
+--
 -- Name: payout_currency payout_currency_currency_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13216,6 +13432,14 @@ ALTER TABLE ONLY mt5credit.payout
 
 ALTER TABLE ONLY mt5credit.payout
     ADD CONSTRAINT payout_to_the_destination FOREIGN KEY (withdrawal_id, provider, currency, destination) REFERENCES mt5credit.withdrawal(id, provider, currency, destination);
+
+
+--
+-- Name: provider_payload provider_payload_payload_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.provider_payload
+    ADD CONSTRAINT provider_payload_payload_fkey FOREIGN KEY (payload) REFERENCES mt5credit.payload_format(payload);
 
 
 --
@@ -13616,13 +13840,6 @@ GRANT ALL ON FUNCTION mt5credit.case_show(p_case bigint) TO mt5credit_operator;
 
 
 --
--- Name: FUNCTION checkout_facts(p_type text, p_body jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
---
-
-REVOKE ALL ON FUNCTION mt5credit.checkout_facts(p_type text, p_body jsonb) FROM PUBLIC;
-
-
---
 -- Name: FUNCTION claim_credit(p_worker text, p_lease_seconds integer, p_servers text[]); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14015,6 +14232,13 @@ REVOKE ALL ON FUNCTION mt5credit.ingest_reversal(p_provider text, f mt5credit.pa
 
 
 --
+-- Name: FUNCTION ingest_review(p_provider text, f mt5credit.payment_fact, p_event bigint); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.ingest_review(p_provider text, f mt5credit.payment_fact, p_event bigint) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION ingest_status(p_provider text, f mt5credit.payment_fact, p_event bigint, p_event_id text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14026,6 +14250,13 @@ REVOKE ALL ON FUNCTION mt5credit.ingest_status(p_provider text, f mt5credit.paym
 --
 
 REVOKE ALL ON FUNCTION mt5credit.ingest_withdrawal_refund(p_provider text, f mt5credit.payment_fact, p_event bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION json_decimal_minor(p jsonb, p_currency text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.json_decimal_minor(p jsonb, p_currency text) FROM PUBLIC;
 
 
 --
@@ -14111,10 +14342,45 @@ REVOKE ALL ON FUNCTION mt5credit.paused(p_scope text, p_target text) FROM PUBLIC
 
 
 --
+-- Name: FUNCTION payload_amount(p jsonb, p_form text, p_currency text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.payload_amount(p jsonb, p_form text, p_currency text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION payload_event(p_provider text, p_body jsonb, OUT event_id text, OUT event_type text, OUT event_part jsonpath); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.payload_event(p_provider text, p_body jsonb, OUT event_id text, OUT event_type text, OUT event_part jsonpath) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION payload_facts(p_provider text, p_type text, p_body jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
 REVOKE ALL ON FUNCTION mt5credit.payload_facts(p_provider text, p_type text, p_body jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION payload_format_guard(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.payload_format_guard() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION payload_rule_guard(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.payload_rule_guard() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION payload_value(p_body jsonb, p_path jsonpath); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.payload_value(p_body jsonb, p_path jsonpath) FROM PUBLIC;
 
 
 --
@@ -14708,6 +14974,13 @@ REVOKE ALL ON FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from tim
 
 
 --
+-- Name: FUNCTION rule_facts(p_payload text, p_type text, p_body jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.rule_facts(p_payload text, p_type text, p_body jsonb) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION set_actor(p_actor text, p_detail jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14742,13 +15015,6 @@ REVOKE ALL ON FUNCTION mt5credit.settle_request_held(p_id bigint, p_attempt inte
 
 REVOKE ALL ON FUNCTION mt5credit.settle_verified(p_id bigint, p_attempt integer, p_ticket bigint, p_worker text, p_detail jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.settle_verified(p_id bigint, p_attempt integer, p_ticket bigint, p_worker text, p_detail jsonb) TO mt5credit_worker;
-
-
---
--- Name: FUNCTION standard_facts(p_type text, p_body jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
---
-
-REVOKE ALL ON FUNCTION mt5credit.standard_facts(p_type text, p_body jsonb) FROM PUBLIC;
 
 
 --

@@ -15,7 +15,9 @@
 #   - the set-based part leaving half its work: when its statement raises,
 #     every one of its elements goes through ingest() and ends the same
 #   - a provider's own format read two ways: Checkout.com's events
-#     (sql/075) leave in a batch what they leave one by one
+#     (sql/075) and Coinbase Commerce's (sql/076: the event nested, a
+#     retry in another envelope) leave in a batch what they leave one by
+#     one
 #   - a deadlock between two batches failing more than one webhook: one
 #     delivery gets 40P01 (its provider retries), the rest of both commit
 #   - a caller choosing the history's actor through the batch's map:
@@ -413,6 +415,76 @@ is_deeply([ map { $_->{outcome} } @got ],
           'Checkout.com: a capture, an approval then a capture, another '
           . 'amount, a refund, a dispute, a card check');
 same_rows('Checkout.com\'s events');
+
+# --- Coinbase Commerce's own events (sql/076) ---------------------------
+
+# a delivery: the envelope, the event nested under "event", the price a
+# decimal string
+sub cb {
+    my ($type, $eid, %c) = @_;
+    my $pay = join(',', map {
+        qq({"status":"CONFIRMED","value":{"local":{"amount":"$_",)
+        . qq("currency":"USD"}}})
+    } @{ $c{paid} // [] });
+    my $tl = join(',', map { qq({"status":"$_"}) } @{ $c{timeline} });
+    return { provider => 'coinbase', event_id => undef,
+             scheme => 'hmac-sha256', request_id => undef,
+             body => qq({"id":) . ($c{attempt} // 1) . qq(,"attempt_number":)
+                   . ($c{attempt} // 1) . qq(,"event":{"id":"$eid",)
+                   . qq("type":"$type","data":{"id":"$c{charge}",)
+                   . qq("metadata":{"deposit_reference":"$c{deposit}"},)
+                   . qq("pricing":{"local":{"amount":"$c{price}",)
+                   . qq("currency":"USD"}},"payments":[$pay],)
+                   . qq("timeline":[$tl]}}}) };
+}
+
+for my $sb (values %db) {
+    $sb->psql("INSERT INTO mt5credit.provider_payload VALUES "
+              . "('coinbase', 'coinbase')");
+    for my $n (24 .. 27) {
+        $sb->psql("SELECT mt5credit.create_deposit('alice', "
+                  . sprintf("'click-%06d'", $n) . ", 'coinbase', 'live1', "
+                  . "1001, 50000, 'USD')", user => 'portal');
+    }
+}
+
+my @cb = (
+    # 1: confirmed, paid once in full: the set-based way
+    cb('charge:confirmed', 'cb-evt-1', charge => 'cb-31', deposit => dep(24),
+       price => '500.00', paid => [ '500.00' ],
+       timeline => [ 'NEW', 'PENDING', 'COMPLETED' ]),
+    # 2: its retry in the same batch: another envelope, the same event
+    cb('charge:confirmed', 'cb-evt-1', charge => 'cb-31', deposit => dep(24),
+       price => '500.00', paid => [ '500.00' ], attempt => 2,
+       timeline => [ 'NEW', 'PENDING', 'COMPLETED' ]),
+    # 3-4: pending, then confirmed, of one deposit
+    cb('charge:pending', 'cb-evt-3', charge => 'cb-32', deposit => dep(25),
+       price => '500.00', paid => [], timeline => [ 'NEW', 'PENDING' ]),
+    cb('charge:confirmed', 'cb-evt-4', charge => 'cb-32', deposit => dep(25),
+       price => '500.00', paid => [ '500.00' ],
+       timeline => [ 'NEW', 'PENDING', 'COMPLETED' ]),
+    # 5: paid short: a review case
+    cb('charge:confirmed', 'cb-evt-5', charge => 'cb-33', deposit => dep(26),
+       price => '500.00', paid => [ '499.99' ],
+       timeline => [ 'NEW', 'COMPLETED' ]),
+    # 6: paid late: a review case
+    cb('charge:delayed', 'cb-evt-6', charge => 'cb-34', deposit => dep(27),
+       price => '500.00', paid => [ '500.00' ],
+       timeline => [ 'NEW', 'EXPIRED', 'UNRESOLVED' ]),
+    # 7: a charge opened
+    cb('charge:created', 'cb-evt-7', charge => 'cb-35', deposit => dep(27),
+       price => '500.00', paid => [], timeline => [ 'NEW' ]),
+);
+@one = map { ingest_one($db{one}, $_) } @cb;
+@got = ingest_batch($db{batch}, @cb);
+is_deeply([ map { said($_) } @got ], [ map { said($_) } @one ],
+          'Coinbase Commerce: the batch said what ingest() said');
+is_deeply([ map { $_->{outcome} } @got ],
+          [ 'credit_created', 'duplicate', 'stored', 'credit_created',
+            'case_opened', 'case_opened', 'stored' ],
+          'Coinbase Commerce: a payment, its retry, pending then paid, '
+          . 'paid short, paid late, a charge opened');
+same_rows('Coinbase Commerce\'s events');
 
 # --- the map is no way to choose an actor -------------------------------
 
