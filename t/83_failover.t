@@ -380,7 +380,12 @@ sub drill {
            . "double's events list");
         is($per{2}, 0, 'async: still no payment with two deals');
         is($per{1}, $N, 'async: each of the payments has exactly one '
-           . 'deal at the end');
+           . 'deal at the end')
+            or diag explain [ map { [ $_, $pi[$_], $first{$_},
+                                      $later{$_} // '-', $credits{
+                                      ref_of_pi($pi[$_]) } ] }
+                              grep { !$deals{ ref_of_pi($pi[$_]) } }
+                              1 .. $N ];
     }
 
     # a round without a database is tried again a second later, never at
