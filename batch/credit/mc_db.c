@@ -59,6 +59,7 @@ static int mc_db_send(mc_db_t *db, const char *sql, int n,
 static PGresult *mc_db_recv(mc_db_t *db);
 static int mc_db_claim_arrays(const int64_t *credits, const int *attempts,
     int n, char **ids, char **atts);
+static int mc_db_claim_live(mc_db_t *db, const mc_work_item_t *w);
 
 
 mc_db_t *
@@ -299,6 +300,37 @@ mc_db_claim(mc_db_t *db, const char *worker, int lease,
 }
 
 
+/*
+ * A claim's transitions go on the connection it was made on, or nowhere.
+ * Another connection may reach another database: a promoted standby that
+ * lost the claim, where the same id and attempt can name another
+ * payment's credit until the rewind is noticed (identities are reused
+ * after lost WAL).  Nothing is lost by not sending: the lease expires
+ * and the resolver finds the deal by reference.
+ */
+
+static int
+mc_db_claim_live(mc_db_t *db, const mc_work_item_t *w)
+{
+    if (db->in_flight) {
+        /* a pipelined claim's result: read now, it may end the connection */
+        PQclear(mc_db_recv(db));
+    }
+
+    if (db->conn != NULL && PQstatus(db->conn) == CONNECTION_OK
+        && w->generation == db->generation)
+    {
+        return 1;
+    }
+
+    mc_log(MC_LOG_ERROR, "credit=%" PRId64 " ref=%s: the connection it was "
+           "claimed on is gone; its state is left to the lease and the "
+           "resolver", w->id, w->reference);
+
+    return 0;
+}
+
+
 /* the common shape of the transition calls: (id, attempt, ..., detail) */
 
 static int
@@ -309,6 +341,11 @@ mc_db_move(mc_db_t *db, const char *sql, const mc_work_item_t *w,
     int          rc, n;
     char         id[24], attempt[16], *json;
     const char  *params[6];
+
+    if (!mc_db_claim_live(db, w)) {
+        json_decref(detail);
+        return -1;
+    }
 
     json = mc_db_json(detail);
     json_decref(detail);
@@ -522,6 +559,7 @@ mc_db_recv_claim(mc_db_t *db, mc_work_item_t *item)
 
     if (rc) {
         mc_db_item(res, 0, item);
+        item->generation = db->generation;
     }
 
     PQclear(res);
@@ -537,6 +575,11 @@ mc_db_send_succeeded(mc_db_t *db, const mc_work_item_t *w, uint64_t ticket,
     int          rc;
     char         id[24], attempt[16], t[24], *json;
     const char  *params[5];
+
+    if (!mc_db_claim_live(db, w)) {
+        json_decref(detail);
+        return -1;
+    }
 
     json = mc_db_json(detail);
     json_decref(detail);
@@ -667,6 +710,7 @@ mc_db_resolve_claim(mc_db_t *db, const char *const *servers, int nservers,
 
         for (i = 0; i < rows; i++) {
             mc_db_item(res, i, &(*items)[i]);
+            (*items)[i].generation = db->generation;
             (*items)[i].db_now = strtoll(PQgetvalue(res, i,
                                                      MC_DB_ITEM_NCOLUMNS),
                                          NULL, 10);

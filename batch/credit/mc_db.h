@@ -48,6 +48,9 @@ typedef struct {
                                      than a lookback before created_at:
                                      a rewind's lost timeline (066);
                                      0: none */
+    unsigned long  generation;    /* the connection it was claimed on
+                                     (mc_db_generation()): its
+                                     transitions go on that one only */
 } mc_work_item_t;
 
 
