@@ -30,6 +30,7 @@ use JSON::PP;
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
+use Mt5Credit::Provider qw(coinbase_event);
 
 my $SECRET = 'cc-test-secret-076';
 my $json = JSON::PP->new->canonical;
@@ -71,42 +72,6 @@ HTTP
 $sb->register_account('alice', 1001);
 $sb->register_account('bob', 1002);
 $sb->register_account('carol', 1003, 'JPY');
-
-# a delivery as Coinbase Commerce lays it out (the published vector's
-# fields): the envelope (its own id, attempt), the event under "event"
-my $n = 0;
-sub charge_event {
-    my ($type, %c) = @_;
-    my $local = { amount => $c{price}, currency => $c{currency} // 'USD' };
-    my @payments = map {
-        { network => 'ethereum', transaction_id => "0xtx$_->[0]",
-          status => $_->[2] // 'CONFIRMED',
-          value => { local => { amount => $_->[1],
-                                currency => $_->[3] // $local->{currency} },
-                     crypto => { amount => '0.1', currency => 'ETH' } } }
-    } @{ $c{payments} // [] };
-    my @timeline = map { { time => '2026-12-06T10:00:00Z', status => $_->[0],
-                           ($_->[1] ? (context => $_->[1]) : ()) } }
-                   @{ $c{timeline} // [ ['NEW'] ] };
-    return {
-        id => ++$n, scheduled_for => '2026-12-06T10:00:02Z',
-        attempt_number => $c{attempt} // 1,
-        event => {
-            id => $c{event_id} // sprintf('e0000000-0000-4000-8000-%012d', $n),
-            type => $type, api_version => '2018-03-22',
-            created_at => '2026-12-06T10:00:01Z',
-            data => {
-                id => $c{charge}, code => uc(substr($c{charge}, 0, 8)),
-                name => 'Deposit', pricing_type => 'fixed_price',
-                pricing => { local => $local,
-                             ethereum => { amount => '0.1',
-                                           currency => 'ETH' } },
-                metadata => { deposit_reference => $c{deposit} },
-                payments => \@payments, timeline => \@timeline,
-            },
-        },
-    };
-}
 
 sub post {
     my ($provider, $body, $secret) = @_;
@@ -158,16 +123,17 @@ is(last_event(), '24934862-d980-46cb-9402-43c81b0cdba6 charge:created '
 
 my $dep = $sb->create_deposit(client => 'alice', login => 1001,
                               amount => 25000, provider => 'coinbase');
-post('coinbase', charge_event('charge:pending', charge => 'c-paid-1',
+post('coinbase', coinbase_event('charge:pending', charge => 'c-paid-1',
     deposit => $dep, price => '250.00', payments => [ [1, '250.00',
     'PENDING'] ], timeline => [ ['NEW'], ['PENDING'] ]));
 like(last_event(), qr/charge:pending status_recorded/,
      'charge:pending: a status');
 is(credits("provider = 'coinbase'"), 0, 'seen on the chain: no credit');
 
-my $confirmed = charge_event('charge:confirmed', charge => 'c-paid-1',
-    deposit => $dep, price => '250.00', payments => [ [1, '250.00'] ],
-    timeline => [ ['NEW'], ['PENDING'], ['COMPLETED'] ]);
+my $confirmed = $json->decode(coinbase_event('charge:confirmed',
+    charge => 'c-paid-1', deposit => $dep, price => '250.00',
+    payments => [ [1, '250.00'] ],
+    timeline => [ ['NEW'], ['PENDING'], ['COMPLETED'] ]));
 $res = post('coinbase', $confirmed);
 is($res->{status}, 200, 'charge:confirmed: 200');
 like(last_event(), qr/charge:confirmed credit_created$/, 'it credits');
@@ -204,7 +170,7 @@ is($sb->sql1("SELECT count(*) FROM mt5credit.\"case\" "
 my $jpy = $sb->create_deposit(client => 'carol', login => 1003,
                               amount => 25000, currency => 'JPY',
                               provider => 'coinbase');
-post('coinbase', charge_event('charge:confirmed', charge => 'c-jpy',
+post('coinbase', coinbase_event('charge:confirmed', charge => 'c-jpy',
     deposit => $jpy, price => '25000', currency => 'JPY',
     payments => [ [2, '25000'] ], timeline => [ ['NEW'], ['COMPLETED'] ]));
 is($sb->sql1("SELECT amount_minor || ' ' || currency FROM "
@@ -213,7 +179,7 @@ is($sb->sql1("SELECT amount_minor || ' ' || currency FROM "
 
 my $odd = $sb->create_deposit(client => 'bob', login => 1002,
                               amount => 10000, provider => 'coinbase');
-post('coinbase', charge_event('charge:confirmed', charge => 'c-odd',
+post('coinbase', coinbase_event('charge:confirmed', charge => 'c-odd',
     deposit => $odd, price => '100.001', payments => [ [3, '100.001'] ],
     timeline => [ ['NEW'], ['COMPLETED'] ]));
 like(last_event(), qr/case_opened: paid event without payment id, integer/,
@@ -256,7 +222,7 @@ for my $r (@review) {
     my $d = $sb->create_deposit(client => 'alice', login => 1001,
                                 amount => 25000, provider => 'coinbase');
     my $before = review_cases();
-    $res = post('coinbase', charge_event($type, charge => 'c-rev-' . ++$k,
+    $res = post('coinbase', coinbase_event($type, charge => 'c-rev-' . ++$k,
                                           deposit => $d, price => '250.00',
                                           %c));
     is($res->{status}, 200, "$what: stored");
@@ -273,7 +239,7 @@ is($sb->sql1("SELECT count(*) FROM mt5credit.\"case\" c JOIN "
 # failed with nothing paid: the deposit is closed, nothing for a person
 my $none = $sb->create_deposit(client => 'alice', login => 1001,
                                amount => 5000, provider => 'coinbase');
-post('coinbase', charge_event('charge:failed', charge => 'c-none',
+post('coinbase', coinbase_event('charge:failed', charge => 'c-none',
     deposit => $none, price => '50.00',
     timeline => [ ['NEW'], ['EXPIRED'] ]));
 like(last_event(), qr/charge:failed status_recorded: deposit \S+: failed/,

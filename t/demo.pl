@@ -10,7 +10,9 @@
 # MT5 balance deal, and a refund into one debit; a withdrawal approved by
 # two people, planned back the way the money came, debited in MT5 first
 # and then paid out through a bank-transfer PSP's payout API (a double of
-# the generic payout rail); the day's reconciliation
+# the generic payout rail); a crypto deposit through Coinbase Commerce's
+# own events, confirmed, and one paid short (a case, never a credit); the
+# day's reconciliation
 # against Stripe's settlement file, with its CSV and HTML report, and the
 # cases it opened as a person at the case desk sees them.
 #
@@ -28,12 +30,13 @@ use Mt5Credit::Mt5Sim;
 use Mt5Credit::Worker;
 use Mt5Credit::Settlement;
 use Mt5Credit::Provider qw(stripe_event stripe_headers standard_event
-                           standard_headers);
+                           standard_headers coinbase_event hmac_hex);
 
 $| = 1;
 
 my $stripe_secret = 'whsec_demo_' . join('', map { ('a'..'z')[rand 26] } 1 .. 24);
 my $psp_secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+my $cc_secret = 'cc_demo_' . join('', map { ('a'..'z')[rand 26] } 1 .. 24);
 
 sub say_step { print "\n== $_[0]\n" }
 sub show {
@@ -48,6 +51,7 @@ my $pg = $sb->start_postgres;
 my $redis = $sb->start_redis;
 my $stripe_file = $sb->write_file('secrets/stripe', "$stripe_secret\n");
 my $psp_file = $sb->write_file('secrets/acmepay', "$psp_secret\n");
+my $cc_file = $sb->write_file('secrets/coinbase', "$cc_secret\n");
 
 my $port = $sb->start_nginx(<<"HTTP");
     mt5_credit_postgres "%%PG%%";
@@ -65,6 +69,12 @@ my $port = $sb->start_nginx(<<"HTTP");
             mt5_credit_webhook acmepay;
             mt5_credit_signature standard;
             mt5_credit_secret_file $psp_file;
+        }
+
+        location = /webhooks/coinbase {
+            mt5_credit_webhook coinbase;
+            mt5_credit_signature hmac-sha256 header=X-CC-Webhook-Signature encoding=hex;
+            mt5_credit_secret_file $cc_file;
         }
 
         location = /status { mt5_credit_status; }
@@ -132,6 +142,40 @@ my $psp = standard_event(payment => 'acme-77001', deposit => $fx->[0],
 show('acmepay (Standard Webhooks) payment.succeeded',
      $sb->http('POST', '/webhooks/acmepay', body => $psp,
                headers => standard_headers($psp_secret, 'msg_demo_1', $psp)));
+
+say_step('a crypto deposit: Coinbase Commerce\'s own events');
+# its bodies are read by rows of JSON paths (sql/076), named once
+$sb->psql("INSERT INTO mt5credit.provider_payload VALUES "
+          . "('coinbase', 'coinbase')");
+my $cc = sub {
+    my ($what, $body) = @_;
+    show($what, $sb->http('POST', '/webhooks/coinbase', body => $body,
+                          headers => [ [ 'X-CC-Webhook-Signature',
+                                         hmac_hex($cc_secret, $body) ] ]));
+};
+my $crypto = $sb->sql1("SELECT reference FROM mt5credit.create_deposit("
+    . "'alice', 'button-press-0004', 'coinbase', 'demo-live', 50001, 12000, "
+    . "'USD')", user => 'portal');
+my $short_crypto = $sb->sql1("SELECT reference FROM mt5credit.create_deposit("
+    . "'alice', 'button-press-0005', 'coinbase', 'demo-live', 50001, 30000, "
+    . "'USD')", user => 'portal');
+print "  deposits $crypto (USD 120.00) and $short_crypto (USD 300.00), "
+    . "each a charge priced in USD\n";
+$cc->('charge:pending (seen on the chain)',
+      coinbase_event('charge:pending', charge => 'chg-demo-1',
+                     deposit => $crypto, price => '120.00',
+                     payments => [ [1, '120.00', 'PENDING'] ],
+                     timeline => [ ['NEW'], ['PENDING'] ]));
+$cc->('charge:confirmed, "120.00" paid in full',
+      coinbase_event('charge:confirmed', charge => 'chg-demo-1',
+                     deposit => $crypto, price => '120.00',
+                     payments => [ [1, '120.00'] ],
+                     timeline => [ ['NEW'], ['PENDING'], ['COMPLETED'] ]));
+$cc->('charge:failed, "250.00" of "300.00" paid',
+      coinbase_event('charge:failed', charge => 'chg-demo-2',
+                     deposit => $short_crypto, price => '300.00',
+                     payments => [ [2, '250.00'] ],
+                     timeline => [ ['NEW'], ['UNRESOLVED', 'UNDERPAID'] ]));
 
 say_step('the return page (it can only read)');
 my $st = $sb->psql("SELECT status, coalesce(credit_status, '-') FROM "

@@ -1,18 +1,20 @@
 package Mt5Credit::Provider;
 
 # A payment provider simulator for tests and the demo: builds provider
-# events the way Stripe and a Standard Webhooks PSP send them, and signs
-# them over their exact bytes.
+# events the way Stripe, a Standard Webhooks PSP and Coinbase Commerce
+# send them, and signs them over their exact bytes.
 
 use strict;
 use warnings;
 
 use Digest::SHA qw(hmac_sha256_hex hmac_sha256_base64);
+use JSON::PP;
 use MIME::Base64 qw(decode_base64);
 use Exporter 'import';
 
 our @EXPORT_OK = qw(stripe_sign standard_sign hmac_hex stripe_event
-                    standard_event stripe_headers standard_headers);
+                    standard_event stripe_headers standard_headers
+                    coinbase_event);
 
 my $seq = 0;
 
@@ -145,6 +147,51 @@ sub standard_event {
     $extra .= qq(, "chargeback_id": "$o{chargeback}") if defined $o{chargeback};
     return qq({"type": "$type", "data": {"payment_id": "$o{payment}", )
          . qq("amount_minor": $amount, "currency": "$cur"$extra}});
+}
+
+# A Coinbase Commerce delivery (docs/providers.md "Coinbase Commerce"),
+# laid out as its published vector is: the envelope (its own numeric id,
+# attempt_number), the event under "event", a charge with its local
+# price, payments and timeline.
+#   charge => id, deposit => our reference, price => "250.00",
+#   currency => 'USD', payments => [ [n, "250.00", status, currency] ],
+#   timeline => [ [status, context] ], attempt => n, event_id => id
+my $coinbase_json = JSON::PP->new->canonical;
+my $coinbase_seq = 0;
+
+sub coinbase_event {
+    my ($type, %c) = @_;
+    my $local = { amount => $c{price}, currency => $c{currency} // 'USD' };
+    my @payments = map {
+        { network => 'ethereum', transaction_id => "0xtx$_->[0]",
+          status => $_->[2] // 'CONFIRMED',
+          value => { local => { amount => $_->[1],
+                                currency => $_->[3] // $local->{currency} },
+                     crypto => { amount => '0.1', currency => 'ETH' } } }
+    } @{ $c{payments} // [] };
+    my @timeline = map { { time => '2026-12-06T10:00:00Z', status => $_->[0],
+                           ($_->[1] ? (context => $_->[1]) : ()) } }
+                   @{ $c{timeline} // [ ['NEW'] ] };
+    my $n = ++$coinbase_seq;
+    return $coinbase_json->encode({
+        id => $c{delivery} // $n, scheduled_for => '2026-12-06T10:00:02Z',
+        attempt_number => $c{attempt} // 1,
+        event => {
+            id => $c{event_id} // sprintf('e%07d-0000-4000-8000-%012d',
+                                          $$ % 10000000, $n),
+            type => $type, api_version => '2018-03-22',
+            created_at => '2026-12-06T10:00:01Z',
+            data => {
+                id => $c{charge}, code => uc(substr($c{charge}, 0, 8)),
+                name => 'Deposit', pricing_type => 'fixed_price',
+                pricing => { local => $local,
+                             ethereum => { amount => '0.1',
+                                           currency => 'ETH' } },
+                metadata => { deposit_reference => $c{deposit} },
+                payments => \@payments, timeline => \@timeline,
+            },
+        },
+    });
 }
 
 1;
