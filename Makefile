@@ -79,7 +79,7 @@ DEB_PACKAGES := build-essential pkg-config perl \
                 clang libclang-rt-14-dev pgbouncer pgbackrest \
                 debhelper dpkg-dev lintian zbar-tools prometheus-node-exporter
 
-.PHONY: all module batch sim unit shims deps demo test test-unit bench bench-peer soak \
+.PHONY: all module batch sim unit shims deps demo test test-unit bench bench-peer test-sdks soak \
         fuzz fuzz-build install static check-upstream deb deb-check promtool \
         clean FORCE
 
@@ -315,7 +315,7 @@ deps:
 demo: deps all
 	t/run-as-tester perl t/demo.pl
 
-test: deps all fuzz-build deb promtool
+test: deps all fuzz-build deb promtool test-sdks
 	t/run-tests
 	t/check-upstream-build
 
@@ -342,6 +342,22 @@ $(BENCH_PEER)/node_modules/.installed: t/bench/peer/package.json
 	cp t/bench/peer/package.json $(BENCH_PEER)/
 	cd $(BENCH_PEER) && npm install --no-audit --no-fund --omit=dev
 	chmod -R a+rX $(BENCH_PEER)
+	touch $@
+
+# Providers' official libraries, test-only: the tests check what the edge
+# accepts and reads against them (t/sdk/; exact versions from its lock
+# file, into the build tree; npm and node from Debian when missing)
+TEST_SDKS := $(BUILD)/test-sdks
+
+test-sdks: $(TEST_SDKS)/node_modules/.installed
+
+$(TEST_SDKS)/node_modules/.installed: t/sdk/package.json t/sdk/package-lock.json
+	@command -v npm >/dev/null || $(APT_GET) install -y \
+	    --no-install-recommends nodejs npm
+	mkdir -p $(TEST_SDKS)
+	cp t/sdk/package.json t/sdk/package-lock.json $(TEST_SDKS)/
+	cd $(TEST_SDKS) && npm ci --no-audit --no-fund --omit=dev
+	chmod -R a+rX $(TEST_SDKS)
 	touch $@
 
 bench: deps all bench-peer

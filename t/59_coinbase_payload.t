@@ -20,6 +20,11 @@
 #   - a rule changed or removed under stored events; a format, likewise
 #   - a provider without a row read otherwise than as before: the
 #     generic payload, where this body has no event id
+#   - the edge and Coinbase's own library (coinbase-commerce-node, a
+#     test-only npm package, make test-sdks) disagreeing: every delivery
+#     the edge took, the library verifies, and it was stored under the id
+#     and type of the event the library returns; the one signed with
+#     another secret both refuse
 
 use strict;
 use warnings;
@@ -73,14 +78,23 @@ $sb->register_account('alice', 1001);
 $sb->register_account('bob', 1002);
 $sb->register_account('carol', 1003, 'JPY');
 
+# every delivery sent, with its answer: read again at the end by
+# Coinbase's own library
+my @sent;
+
 sub post {
     my ($provider, $body, $secret) = @_;
     $body = $json->encode($body) if ref $body;
-    return $sb->http('POST', "/webhooks/$provider",
+    my $sig = hmac_sha256_hex($body, $secret // $SECRET);
+    my $res = $sb->http('POST', "/webhooks/$provider",
         headers => [ [ 'Content-Type', 'application/json' ],
-                     [ 'X-CC-Webhook-Signature',
-                       hmac_sha256_hex($body, $secret // $SECRET) ] ],
+                     [ 'X-CC-Webhook-Signature', $sig ] ],
         body => $body);
+    push @sent, { provider => $provider, body => $body, signature => $sig,
+                  secret => $provider eq 'ccpublished' ? $published->{secret}
+                                                        : $SECRET,
+                  res => $res };
+    return $res;
 }
 
 sub credits {
@@ -265,6 +279,46 @@ $err = $sb->psql("INSERT INTO mt5credit.payload_rule (payload, event_type, "
                  may_fail => 1, must_fail => 1);
 like($err, qr/payload_rule_check/, 'a paid rule without an amount and '
      . 'currency cannot be written');
+
+# one signed with another secret: refused here
+is(post('coinbase', coinbase_event('charge:confirmed', charge => 'c-forged',
+    deposit => $dep, price => '250.00', payments => [ [13, '250.00'] ],
+    timeline => [ ['NEW'], ['COMPLETED'] ]), 'not-the-secret')->{status},
+   400, 'signed with another secret: 400');
+
+# --- what Coinbase's own library makes of the same deliveries ---
+
+my $sdk = "$Mt5Credit::Sandbox::ROOT/build/test-sdks/node_modules";
+ok(-f "$sdk/coinbase-commerce-node/lib/Webhook.js",
+   'coinbase-commerce-node is installed (make test-sdks)')
+    or BAIL_OUT('run make test-sdks');
+my @ours = grep { $_->{provider} ne 'ccgeneric' } @sent;
+my $in = $sb->write_file('sdk-in.jsonl', join('', map {
+    $json->encode({ body => $_->{body}, signature => $_->{signature},
+                    secret => $_->{secret} }) . "\n" } @ours));
+my @lib = map { $json->decode($_) }
+          split /\n/, `NODE_PATH='$sdk' node t/sdk/coinbase_verify.js < '$in'`;
+is(scalar(@lib), scalar(@ours), 'the library read each delivery ('
+   . scalar(@ours) . ')');
+my (@agree, @differ);
+for my $i (0 .. $#ours) {
+    my ($d, $l) = ($ours[$i], $lib[$i]);
+    my $stored = $d->{res}{body} =~ /"event":(\d+)/
+        ? $sb->psql("SELECT provider_event_id, coalesce(event_type, '') "
+                    . "FROM mt5credit.webhook_event WHERE id = $1")->[0]
+        : undef;
+    my $ok = $d->{res}{status} == 200
+        ? $l->{ok} && $stored && $stored->[0] eq $l->{id}
+          && $stored->[1] eq $l->{type}
+        : !$l->{ok} && $d->{res}{body} =~ /bad_signature/;
+    push @{ $ok ? \@agree : \@differ }, $i;
+}
+is(scalar(@differ), 0, 'each delivery the edge took is one the library '
+   . 'verifies, stored under the id and type of the event the library '
+   . 'returns; the one the edge refused, the library refuses')
+    or diag explain [ map { [ $ours[$_]{res}, $lib[$_] ] } @differ ];
+is(scalar(@agree), 18, '(all 18 deliveries compared, 17 taken and one '
+   . 'refused)');
 
 is(credits("provider = 'coinbase' AND kind = 'deposit'"), 2,
    'in all, two deposit credits for Coinbase Commerce');
