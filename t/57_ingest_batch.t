@@ -556,7 +556,7 @@ sub batch_sql {
     my @rows = map { [ split /\|/ ] } grep { /^\d+\|/ }
                map { split /\n/, $_->output } $a, $b;
     is(scalar @rows, 4, 'both batches answered, one row per delivery');
-    is(scalar(grep { $_->[2] eq '40P01' } @rows), 1,
+    is(scalar(grep { ($_->[2] // '') eq '40P01' } @rows), 1,
        'the deadlock failed one delivery of one batch (40P01), and only it');
     is(scalar(grep { ($_->[1] // '') eq 'stored' } @rows), 3,
        '... the other three were recorded');
