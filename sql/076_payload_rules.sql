@@ -19,6 +19,11 @@
 --                    currency are.  The first rule of a type whose
 --                    condition holds decides; no rule, no money.
 --
+-- Field paths are strict, by CHECK: lax mode would read a field out of
+-- each element of an array, and put one fact together from several
+-- objects.  A condition may be lax, and asks for what must be there, so
+-- a missing field fails it.
+--
 -- The generic payload, Checkout.com's and Coinbase Commerce's are rows
 -- here; their functions are dropped.  Stripe stays code (stripe_facts():
 -- a refund list is several facts, and PaymentIntents and Checkout
@@ -45,12 +50,14 @@
 
 CREATE TABLE mt5credit.payload_format (
     payload     text PRIMARY KEY CHECK (payload ~ '^[a-z][a-z0-9_]{0,31}$'),
-    event_id    jsonpath NOT NULL,      -- the event's id: a string
-    event_type  jsonpath NOT NULL,      -- its type: a string
+    -- field paths are strict: lax mode would read a field out of an
+    -- array's elements, and one fact out of several objects
+    event_id    jsonpath NOT NULL CHECK (event_id::text LIKE 'strict %'),
+    event_type  jsonpath NOT NULL CHECK (event_type::text LIKE 'strict %'),
     -- the event inside a delivery, where a provider's retries of one
     -- event differ outside it (an attempt number): equal there, a
     -- delivery is the event again, not other bytes under its id
-    event_part  jsonpath,
+    event_part  jsonpath CHECK (event_part::text LIKE 'strict %'),
     about       text NOT NULL CHECK (length(about) BETWEEN 1 AND 500)
 );
 
@@ -60,14 +67,15 @@ COMMENT ON TABLE mt5credit.payload_format IS
 
 INSERT INTO mt5credit.payload_format (payload, event_id, event_type,
                                       event_part, about)
-VALUES ('stripe', '$.id', '$.type', NULL,
+VALUES ('stripe', 'strict $.id', 'strict $.type', NULL,
         'Stripe''s events: stripe_facts(), code (docs/providers.md)'),
-       ('generic', '$.id', '$.type', NULL,
+       ('generic', 'strict $.id', 'strict $.type', NULL,
         'the generic payload, also every provider without a '
         'provider_payload row (docs/providers.md)'),
-       ('checkout', '$.id', '$.type', NULL,
+       ('checkout', 'strict $.id', 'strict $.type', NULL,
         'Checkout.com''s events (docs/providers.md)'),
-       ('coinbase', '$.event.id', '$.event.type', '$.event',
+       ('coinbase', 'strict $.event.id', 'strict $.event.type',
+        'strict $.event',
         'Coinbase Commerce''s events, nested under "event" '
         '(docs/providers.md)');
 
@@ -113,7 +121,16 @@ CREATE TABLE mt5credit.payload_rule (
     CHECK (action NOT IN ('refund', 'chargeback', 'chargeback_reversal')
            OR (payment IS NOT NULL AND original IS NOT NULL
                AND amount IS NOT NULL AND currency IS NOT NULL)),
-    CHECK (action NOT IN ('review', 'ignore') OR note_text IS NOT NULL)
+    CHECK (action NOT IN ('review', 'ignore') OR note_text IS NOT NULL),
+    -- every field path strict (a condition may be lax: it asks whether,
+    -- not where)
+    CHECK (coalesce(payment::text, 'strict ') LIKE 'strict %'
+           AND coalesce(original::text, 'strict ') LIKE 'strict %'
+           AND coalesce(deposit::text, 'strict ') LIKE 'strict %'
+           AND coalesce(amount::text, 'strict ') LIKE 'strict %'
+           AND coalesce(received::text, 'strict ') LIKE 'strict %'
+           AND coalesce(currency::text, 'strict ') LIKE 'strict %'
+           AND coalesce(note::text, 'strict ') LIKE 'strict %')
 );
 
 COMMENT ON TABLE mt5credit.payload_rule IS
@@ -162,40 +179,43 @@ INSERT INTO mt5credit.payload_rule (payload, event_type, step, action,
     payment, key_prefix, key_suffix, original, deposit, amount, amount_form,
     currency, note, note_text)
 VALUES
-    ('generic', 'payment.succeeded', 1, 'paid', '$.data.payment_id', '', '',
-     NULL, '$.data.deposit_reference', '$.data.amount_minor', 'minor',
-     '$.data.currency', NULL, NULL),
-    ('generic', 'payment.pending', 1, 'pending', '$.data.payment_id', '', '',
-     NULL, '$.data.deposit_reference', NULL, NULL, '$.data.currency', NULL,
+    ('generic', 'payment.succeeded', 1, 'paid', 'strict $.data.payment_id', '',
+     '', NULL, 'strict $.data.deposit_reference', 'strict $.data.amount_minor',
+     'minor', 'strict $.data.currency', NULL, NULL),
+    ('generic', 'payment.pending', 1, 'pending', 'strict $.data.payment_id',
+     '', '', NULL, 'strict $.data.deposit_reference', NULL, NULL,
+     'strict $.data.currency', NULL, NULL),
+    ('generic', 'payment.failed', 1, 'failed', 'strict $.data.payment_id', '',
+     '', NULL, 'strict $.data.deposit_reference', NULL, NULL,
+     'strict $.data.currency', NULL, NULL),
+    ('generic', 'payment.expired', 1, 'expired', 'strict $.data.payment_id',
+     '', '', NULL, 'strict $.data.deposit_reference', NULL, NULL,
+     'strict $.data.currency', NULL, NULL),
+    ('generic', 'payment.refunded', 1, 'refund', 'strict $.data.refund_id',
+     'refund:', '', 'strict $.data.payment_id', NULL,
+     'strict $.data.amount_minor', 'minor', 'strict $.data.currency', NULL,
      NULL),
-    ('generic', 'payment.failed', 1, 'failed', '$.data.payment_id', '', '',
-     NULL, '$.data.deposit_reference', NULL, NULL, '$.data.currency', NULL,
-     NULL),
-    ('generic', 'payment.expired', 1, 'expired', '$.data.payment_id', '', '',
-     NULL, '$.data.deposit_reference', NULL, NULL, '$.data.currency', NULL,
-     NULL),
-    ('generic', 'payment.refunded', 1, 'refund', '$.data.refund_id',
-     'refund:', '', '$.data.payment_id', NULL, '$.data.amount_minor',
-     'minor', '$.data.currency', NULL, NULL),
     ('generic', 'payment.chargeback', 1, 'chargeback',
-     '$.data.chargeback_id', 'chargeback:', '', '$.data.payment_id', NULL,
-     '$.data.amount_minor', 'minor', '$.data.currency', NULL, NULL),
+     'strict $.data.chargeback_id', 'chargeback:', '',
+     'strict $.data.payment_id', NULL, 'strict $.data.amount_minor', 'minor',
+     'strict $.data.currency', NULL, NULL),
     ('generic', 'payment.chargeback_reversed', 1, 'chargeback_reversal',
-     '$.data.chargeback_id', 'chargeback:', ':reversed', '$.data.payment_id',
-     NULL, '$.data.amount_minor', 'minor', '$.data.currency', NULL, NULL),
+     'strict $.data.chargeback_id', 'chargeback:', ':reversed',
+     'strict $.data.payment_id', NULL, 'strict $.data.amount_minor', 'minor',
+     'strict $.data.currency', NULL, NULL),
     -- a payout rail's statuses: wake-ups of the payout sender (019)
-    ('generic', 'payout.processing', 1, 'payout_status', '$.data.payout_id',
-     '', '', NULL, '$.data.reference', NULL, NULL, NULL, '$.data.status',
-     'processing'),
-    ('generic', 'payout.paid', 1, 'payout_status', '$.data.payout_id',
-     '', '', NULL, '$.data.reference', NULL, NULL, NULL, '$.data.status',
-     'paid'),
-    ('generic', 'payout.failed', 1, 'payout_status', '$.data.payout_id',
-     '', '', NULL, '$.data.reference', NULL, NULL, NULL, '$.data.status',
-     'failed'),
-    ('generic', 'payout.returned', 1, 'payout_status', '$.data.payout_id',
-     '', '', NULL, '$.data.reference', NULL, NULL, NULL, '$.data.status',
-     'returned');
+    ('generic', 'payout.processing', 1, 'payout_status',
+     'strict $.data.payout_id', '', '', NULL, 'strict $.data.reference', NULL,
+     NULL, NULL, 'strict $.data.status', 'processing'),
+    ('generic', 'payout.paid', 1, 'payout_status', 'strict $.data.payout_id',
+     '', '', NULL, 'strict $.data.reference', NULL, NULL, NULL,
+     'strict $.data.status', 'paid'),
+    ('generic', 'payout.failed', 1, 'payout_status', 'strict $.data.payout_id',
+     '', '', NULL, 'strict $.data.reference', NULL, NULL, NULL,
+     'strict $.data.status', 'failed'),
+    ('generic', 'payout.returned', 1, 'payout_status',
+     'strict $.data.payout_id', '', '', NULL, 'strict $.data.reference', NULL,
+     NULL, NULL, 'strict $.data.status', 'returned');
 
 
 -- Checkout.com (docs/providers.md "Checkout.com"): what 075's
@@ -205,44 +225,47 @@ INSERT INTO mt5credit.payload_rule (payload, event_type, step, action,
     payment, key_prefix, key_suffix, original, deposit, amount, amount_form,
     currency)
 VALUES
-    ('checkout', 'payment_captured', 1, 'paid', '$.data.id', '', '', NULL,
-     '$.data.reference', '$.data.amount', 'minor', '$.data.currency'),
-    ('checkout', 'payment_approved', 1, 'pending', '$.data.id', '', '', NULL,
-     '$.data.reference', NULL, NULL, '$.data.currency'),
-    ('checkout', 'payment_pending', 1, 'pending', '$.data.id', '', '', NULL,
-     '$.data.reference', NULL, NULL, '$.data.currency'),
-    ('checkout', 'payment_declined', 1, 'failed', '$.data.id', '', '', NULL,
-     '$.data.reference', NULL, NULL, '$.data.currency'),
-    ('checkout', 'payment_capture_declined', 1, 'failed', '$.data.id', '',
-     '', NULL, '$.data.reference', NULL, NULL, '$.data.currency'),
-    ('checkout', 'payment_expired', 1, 'expired', '$.data.id', '', '', NULL,
-     '$.data.reference', NULL, NULL, '$.data.currency'),
-    ('checkout', 'payment_canceled', 1, 'expired', '$.data.id', '', '', NULL,
-     '$.data.reference', NULL, NULL, '$.data.currency'),
-    ('checkout', 'payment_voided', 1, 'expired', '$.data.id', '', '', NULL,
-     '$.data.reference', NULL, NULL, '$.data.currency'),
-    ('checkout', 'payment_refunded', 1, 'refund', '$.data.action_id',
-     'refund:', '', '$.data.id', NULL, '$.data.amount', 'minor',
-     '$.data.currency'),
+    ('checkout', 'payment_captured', 1, 'paid', 'strict $.data.id', '', '',
+     NULL, 'strict $.data.reference', 'strict $.data.amount', 'minor',
+     'strict $.data.currency'),
+    ('checkout', 'payment_approved', 1, 'pending', 'strict $.data.id', '', '',
+     NULL, 'strict $.data.reference', NULL, NULL, 'strict $.data.currency'),
+    ('checkout', 'payment_pending', 1, 'pending', 'strict $.data.id', '', '',
+     NULL, 'strict $.data.reference', NULL, NULL, 'strict $.data.currency'),
+    ('checkout', 'payment_declined', 1, 'failed', 'strict $.data.id', '', '',
+     NULL, 'strict $.data.reference', NULL, NULL, 'strict $.data.currency'),
+    ('checkout', 'payment_capture_declined', 1, 'failed', 'strict $.data.id',
+     '', '', NULL, 'strict $.data.reference', NULL, NULL,
+     'strict $.data.currency'),
+    ('checkout', 'payment_expired', 1, 'expired', 'strict $.data.id', '', '',
+     NULL, 'strict $.data.reference', NULL, NULL, 'strict $.data.currency'),
+    ('checkout', 'payment_canceled', 1, 'expired', 'strict $.data.id', '', '',
+     NULL, 'strict $.data.reference', NULL, NULL, 'strict $.data.currency'),
+    ('checkout', 'payment_voided', 1, 'expired', 'strict $.data.id', '', '',
+     NULL, 'strict $.data.reference', NULL, NULL, 'strict $.data.currency'),
+    ('checkout', 'payment_refunded', 1, 'refund', 'strict $.data.action_id',
+     'refund:', '', 'strict $.data.id', NULL, 'strict $.data.amount', 'minor',
+     'strict $.data.currency'),
     -- one chargeback per dispute, however many of these come
-    ('checkout', 'dispute_evidence_required', 1, 'chargeback', '$.data.id',
-     'chargeback:', '', '$.data.payment_id', NULL, '$.data.amount', 'minor',
-     '$.data.currency'),
-    ('checkout', 'dispute_accepted', 1, 'chargeback', '$.data.id',
-     'chargeback:', '', '$.data.payment_id', NULL, '$.data.amount', 'minor',
-     '$.data.currency'),
-    ('checkout', 'dispute_lost', 1, 'chargeback', '$.data.id',
-     'chargeback:', '', '$.data.payment_id', NULL, '$.data.amount', 'minor',
-     '$.data.currency'),
-    ('checkout', 'dispute_expired', 1, 'chargeback', '$.data.id',
-     'chargeback:', '', '$.data.payment_id', NULL, '$.data.amount', 'minor',
-     '$.data.currency'),
-    ('checkout', 'dispute_won', 1, 'chargeback_reversal', '$.data.id',
-     'chargeback:', ':reversed', '$.data.payment_id', NULL, '$.data.amount',
-     'minor', '$.data.currency'),
-    ('checkout', 'dispute_canceled', 1, 'chargeback_reversal', '$.data.id',
-     'chargeback:', ':reversed', '$.data.payment_id', NULL, '$.data.amount',
-     'minor', '$.data.currency');
+    ('checkout', 'dispute_evidence_required', 1, 'chargeback',
+     'strict $.data.id', 'chargeback:', '', 'strict $.data.payment_id', NULL,
+     'strict $.data.amount', 'minor', 'strict $.data.currency'),
+    ('checkout', 'dispute_accepted', 1, 'chargeback', 'strict $.data.id',
+     'chargeback:', '', 'strict $.data.payment_id', NULL,
+     'strict $.data.amount', 'minor', 'strict $.data.currency'),
+    ('checkout', 'dispute_lost', 1, 'chargeback', 'strict $.data.id',
+     'chargeback:', '', 'strict $.data.payment_id', NULL,
+     'strict $.data.amount', 'minor', 'strict $.data.currency'),
+    ('checkout', 'dispute_expired', 1, 'chargeback', 'strict $.data.id',
+     'chargeback:', '', 'strict $.data.payment_id', NULL,
+     'strict $.data.amount', 'minor', 'strict $.data.currency'),
+    ('checkout', 'dispute_won', 1, 'chargeback_reversal', 'strict $.data.id',
+     'chargeback:', ':reversed', 'strict $.data.payment_id', NULL,
+     'strict $.data.amount', 'minor', 'strict $.data.currency'),
+    ('checkout', 'dispute_canceled', 1, 'chargeback_reversal',
+     'strict $.data.id', 'chargeback:', ':reversed',
+     'strict $.data.payment_id', NULL, 'strict $.data.amount', 'minor',
+     'strict $.data.currency');
 
 
 -- Coinbase Commerce (docs/providers.md "Coinbase Commerce").  A charge's
@@ -257,61 +280,68 @@ INSERT INTO mt5credit.payload_rule (payload, event_type, step, only_if,
 VALUES
     ('coinbase', 'charge:confirmed', 1,
      'exists($.event.data.timeline[*] ? (@.status == "UNRESOLVED"))',
-     'review', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     '$.event.data.pricing.local.amount', 'decimal', NULL,
-     '$.event.data.pricing.local.currency',
+     'review', 'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference',
+     'strict $.event.data.pricing.local.amount', 'decimal', NULL,
+     'strict $.event.data.pricing.local.currency',
      'confirmed, but its timeline says unresolved (paid short, over, '
      'late or more than once)'),
+    -- asked positively: a payment missing a field is not one that passes
     ('coinbase', 'charge:confirmed', 2,
-     'exists($.event.data.payments[*] ? (@.status != "CONFIRMED" || '
-     '@.value.local.currency != $.event.data.pricing.local.currency))',
-     'review', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     '$.event.data.pricing.local.amount', 'decimal', NULL,
-     '$.event.data.pricing.local.currency',
-     'confirmed, with a payment not confirmed or not in the price''s '
-     'currency'),
-    ('coinbase', 'charge:confirmed', 3,
+     '$.event.data.payments.type() != "array" || '
      '$.event.data.payments.size() != 1',
-     'review', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     '$.event.data.pricing.local.amount', 'decimal', NULL,
-     '$.event.data.pricing.local.currency',
+     'review', 'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference',
+     'strict $.event.data.pricing.local.amount', 'decimal', NULL,
+     'strict $.event.data.pricing.local.currency',
      'confirmed, paid in other than one payment'),
+    ('coinbase', 'charge:confirmed', 3,
+     '!(exists($.event.data.payments[*] ? (@.status == "CONFIRMED" && '
+     '@.value.local.currency == $.event.data.pricing.local.currency)))',
+     'review', 'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference',
+     'strict $.event.data.pricing.local.amount', 'decimal', NULL,
+     'strict $.event.data.pricing.local.currency',
+     'confirmed, its payment not confirmed or not in the price''s '
+     'currency'),
     -- paid once, in full: the one payment's local value is the price
-    ('coinbase', 'charge:confirmed', 4, NULL,
-     'paid', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     '$.event.data.pricing.local.amount', 'decimal',
-     '$.event.data.payments[*].value.local.amount',
-     '$.event.data.pricing.local.currency', NULL),
+    ('coinbase', 'charge:confirmed', 4, NULL, 'paid', 'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference',
+     'strict $.event.data.pricing.local.amount', 'decimal',
+     'strict $.event.data.payments[*].value.local.amount',
+     'strict $.event.data.pricing.local.currency', NULL),
     -- seen on the chain, not yet confirmed: never money
-    ('coinbase', 'charge:pending', 1, NULL,
-     'pending', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     NULL, NULL, NULL, '$.event.data.pricing.local.currency', NULL),
+    ('coinbase', 'charge:pending', 1, NULL, 'pending',
+     'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference', NULL, NULL, NULL,
+     'strict $.event.data.pricing.local.currency', NULL),
     -- failed after something was paid (short, say): a person decides
     ('coinbase', 'charge:failed', 1, 'exists($.event.data.payments[*])',
-     'review', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     '$.event.data.pricing.local.amount', 'decimal', NULL,
-     '$.event.data.pricing.local.currency',
+     'review', 'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference',
+     'strict $.event.data.pricing.local.amount', 'decimal', NULL,
+     'strict $.event.data.pricing.local.currency',
      'failed with a payment received (paid short or late)'),
-    ('coinbase', 'charge:failed', 2, NULL,
-     'failed', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     NULL, NULL, NULL, '$.event.data.pricing.local.currency', NULL),
-    ('coinbase', 'charge:delayed', 1, NULL,
-     'review', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     '$.event.data.pricing.local.amount', 'decimal', NULL,
-     '$.event.data.pricing.local.currency',
+    ('coinbase', 'charge:failed', 2, NULL, 'failed', 'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference', NULL, NULL, NULL,
+     'strict $.event.data.pricing.local.currency', NULL),
+    ('coinbase', 'charge:delayed', 1, NULL, 'review', 'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference',
+     'strict $.event.data.pricing.local.amount', 'decimal', NULL,
+     'strict $.event.data.pricing.local.currency',
      'paid after the charge expired'),
-    ('coinbase', 'charge:resolved', 1, NULL,
-     'review', '$.event.data.id', '$.event.data.metadata.deposit_reference',
-     '$.event.data.pricing.local.amount', 'decimal', NULL,
-     '$.event.data.pricing.local.currency',
+    ('coinbase', 'charge:resolved', 1, NULL, 'review',
+     'strict $.event.data.id',
+     'strict $.event.data.metadata.deposit_reference',
+     'strict $.event.data.pricing.local.amount', 'decimal', NULL,
+     'strict $.event.data.pricing.local.currency',
      'resolved by hand in Coinbase Commerce: what it means here is a '
      'person''s decision'),
-    ('coinbase', 'charge:created', 1, NULL,
-     'ignore', NULL, NULL, NULL, NULL, NULL, NULL,
-     'a charge opened: no payment yet');
+    ('coinbase', 'charge:created', 1, NULL, 'ignore', NULL, NULL, NULL, NULL,
+     NULL, NULL, 'a charge opened: no payment yet');
 
 
--- --- reading a body by its format --------------------------------------------
+-- --- reading a body by its format -------------------------------------------
 
 -- the first value a path yields; errors (a string where a number was
 -- meant, say) yield none
@@ -652,9 +682,9 @@ BEGIN
         WHERE provider = p_provider AND provider_event_id = v_id;
 
         -- the same bytes, or (076) the same event in another delivery's
-        -- envelope
+        -- envelope (a body redacted by retention cannot say: a person's)
         IF v_old.body_sha256 = v_sha
-           OR (v_part IS NOT NULL
+           OR (v_part IS NOT NULL AND v_old.body_redacted_at IS NULL
                AND payload_value(v_body, v_part) IS NOT NULL
                AND payload_value(v_body, v_part)
                    = payload_value(convert_from(v_old.raw_body,

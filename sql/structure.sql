@@ -2812,9 +2812,9 @@ BEGIN
         WHERE provider = p_provider AND provider_event_id = v_id;
 
         -- the same bytes, or (076) the same event in another delivery's
-        -- envelope
+        -- envelope (a body redacted by retention cannot say: a person's)
         IF v_old.body_sha256 = v_sha
-           OR (v_part IS NOT NULL
+           OR (v_part IS NOT NULL AND v_old.body_redacted_at IS NULL
                AND payload_value(v_body, v_part) IS NOT NULL
                AND payload_value(v_body, v_part)
                    = payload_value(convert_from(v_old.raw_body,
@@ -10706,6 +10706,9 @@ CREATE TABLE mt5credit.payload_format (
     event_part jsonpath,
     about text NOT NULL,
     CONSTRAINT payload_format_about_check CHECK (((length(about) >= 1) AND (length(about) <= 500))),
+    CONSTRAINT payload_format_event_id_check CHECK (((event_id)::text ~~ 'strict %'::text)),
+    CONSTRAINT payload_format_event_part_check CHECK (((event_part)::text ~~ 'strict %'::text)),
+    CONSTRAINT payload_format_event_type_check CHECK (((event_type)::text ~~ 'strict %'::text)),
     CONSTRAINT payload_format_payload_check CHECK ((payload ~ '^[a-z][a-z0-9_]{0,31}$'::text))
 );
 
@@ -10747,6 +10750,7 @@ CREATE TABLE mt5credit.payload_rule (
     CONSTRAINT payload_rule_check2 CHECK (((action <> 'paid'::text) OR ((payment IS NOT NULL) AND (deposit IS NOT NULL) AND (amount IS NOT NULL) AND (currency IS NOT NULL)))),
     CONSTRAINT payload_rule_check3 CHECK (((action <> ALL (ARRAY['refund'::text, 'chargeback'::text, 'chargeback_reversal'::text])) OR ((payment IS NOT NULL) AND (original IS NOT NULL) AND (amount IS NOT NULL) AND (currency IS NOT NULL)))),
     CONSTRAINT payload_rule_check4 CHECK (((action <> ALL (ARRAY['review'::text, 'ignore'::text])) OR (note_text IS NOT NULL))),
+    CONSTRAINT payload_rule_check5 CHECK (((COALESCE((payment)::text, 'strict '::text) ~~ 'strict %'::text) AND (COALESCE((original)::text, 'strict '::text) ~~ 'strict %'::text) AND (COALESCE((deposit)::text, 'strict '::text) ~~ 'strict %'::text) AND (COALESCE((amount)::text, 'strict '::text) ~~ 'strict %'::text) AND (COALESCE((received)::text, 'strict '::text) ~~ 'strict %'::text) AND (COALESCE((currency)::text, 'strict '::text) ~~ 'strict %'::text) AND (COALESCE((note)::text, 'strict '::text) ~~ 'strict %'::text))),
     CONSTRAINT payload_rule_event_type_check CHECK (((length(event_type) >= 1) AND (length(event_type) <= 255))),
     CONSTRAINT payload_rule_payload_check CHECK ((payload <> 'stripe'::text)),
     CONSTRAINT payload_rule_step_check CHECK (((step >= 1) AND (step <= 9)))

@@ -250,6 +250,53 @@ is($sb->sql1("SELECT count(*) FROM mt5credit.\"case\" c JOIN "
              . "c.currency = 'USD' AND c.severity = 'high'"), scalar(@review),
    'each review case names its deposit and the price, high');
 
+# a payment that does not say it is confirmed, or in which currency: no
+# pass (the conditions ask for what must be there, not for what is wrong)
+for my $field (qw(status currency)) {
+    my $d = $sb->create_deposit(client => 'alice', login => 1001,
+                                amount => 25000, provider => 'coinbase');
+    my $e = $json->decode(coinbase_event('charge:confirmed',
+        charge => "c-no-$field", deposit => $d, price => '250.00',
+        payments => [ [15, '250.00'] ],
+        timeline => [ ['NEW'], ['COMPLETED'] ]));
+    my $p = $e->{event}{data}{payments}[0];
+    if ($field eq 'status') { delete $p->{status} }
+    else                    { delete $p->{value}{local}{currency} }
+    my $before = review_cases();
+    post('coinbase', $e);
+    is(review_cases() - $before, 1, "confirmed, its payment without a "
+       . "$field: a review case");
+    is(credits("provider_payment_id = 'c-no-$field'"), 0, '... no credit');
+}
+
+# a payment list that is not a list, with a field the price names twice in
+# other objects: no credit read across them
+{
+    my $d = $sb->create_deposit(client => 'alice', login => 1001,
+                                amount => 25000, provider => 'coinbase');
+    my $e = $json->decode(coinbase_event('charge:confirmed',
+        charge => 'c-obj', deposit => $d, price => '250.00',
+        payments => [ [16, '250.00'] ],
+        timeline => [ ['NEW'], ['COMPLETED'] ]));
+    $e->{event}{data}{payments} = $e->{event}{data}{payments}[0];
+    post('coinbase', $e);
+    is(credits("provider_payment_id = 'c-obj'"), 0,
+       'payments as an object, not a list: no credit');
+    # the price as a list of objects each holding part of it
+    my $d2 = $sb->create_deposit(client => 'alice', login => 1001,
+                                 amount => 25000, provider => 'coinbase');
+    $e = $json->decode(coinbase_event('charge:confirmed',
+        charge => 'c-split', deposit => $d2, price => '250.00',
+        payments => [ [17, '250.00'] ],
+        timeline => [ ['NEW'], ['COMPLETED'] ]));
+    $e->{event}{data}{pricing}{local} = [ { amount => '250.00' },
+                                          { currency => 'USD' } ];
+    post('coinbase', $e);
+    is(credits("provider_payment_id = 'c-split'"), 0,
+       'a price split across the elements of a list: never read as one '
+       . '(field paths are strict)');
+}
+
 # failed with nothing paid: the deposit is closed, nothing for a person
 my $none = $sb->create_deposit(client => 'alice', login => 1001,
                                amount => 5000, provider => 'coinbase');
@@ -279,6 +326,29 @@ $err = $sb->psql("INSERT INTO mt5credit.payload_rule (payload, event_type, "
                  may_fail => 1, must_fail => 1);
 like($err, qr/payload_rule_check/, 'a paid rule without an amount and '
      . 'currency cannot be written');
+$err = $sb->psql("INSERT INTO mt5credit.payload_rule (payload, event_type, "
+                 . "step, action, payment, deposit, amount, amount_form, "
+                 . "currency) VALUES ('coinbase', 'charge:x', 1, 'paid', "
+                 . "'strict \$.event.data.id', '\$.event.data.metadata.ref', "
+                 . "'strict \$.a', 'minor', 'strict \$.c')", may_fail => 1,
+                 must_fail => 1);
+like($err, qr/payload_rule_check/, 'a rule reading a field in lax mode '
+     . 'cannot be written');
+
+# a body redacted by retention cannot tell a retry from another event
+# under its id: a conflict for a person, never an error the provider
+# retries forever
+$sb->psql("UPDATE mt5credit.webhook_event SET raw_body = '', "
+          . "body_redacted_at = now() WHERE provider = 'coinbase' AND "
+          . "provider_event_id = '$confirmed->{event}{id}'");
+my %late = %$confirmed;
+$late{id} = 9002;
+$late{attempt_number} = 3;
+is(post('coinbase', \%late)->{status}, 200,
+   'a retry of a redacted event: 200');
+is($sb->sql1("SELECT count(*) FROM mt5credit.\"case\" "
+             . "WHERE kind = 'event_body_conflict'"), 2,
+   '... a body conflict case (the redacted bytes cannot say)');
 
 # one signed with another secret: refused here
 is(post('coinbase', coinbase_event('charge:confirmed', charge => 'c-forged',
@@ -317,7 +387,7 @@ is(scalar(@differ), 0, 'each delivery the edge took is one the library '
    . 'verifies, stored under the id and type of the event the library '
    . 'returns; the one the edge refused, the library refuses')
     or diag explain [ map { [ $ours[$_]{res}, $lib[$_] ] } @differ ];
-is(scalar(@agree), 18, '(all 18 deliveries compared, 17 taken and one '
+is(scalar(@agree), 23, '(all 23 deliveries compared, 22 taken and one '
    . 'refused)');
 
 is(credits("provider = 'coinbase' AND kind = 'deposit'"), 2,

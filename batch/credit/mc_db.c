@@ -313,7 +313,8 @@ static int
 mc_db_claim_live(mc_db_t *db, const mc_work_item_t *w)
 {
     if (db->in_flight) {
-        /* a pipelined claim's result: read now, it may end the connection */
+        /* the caller forgot one (a claim sent ahead is collected first) */
+        mc_log(MC_LOG_ERROR, "database: a statement was still in flight");
         PQclear(mc_db_recv(db));
     }
 

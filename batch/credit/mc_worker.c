@@ -713,6 +713,21 @@ mc_worker_call(mc_worker_t *w, mc_worker_server_t *s, mc_work_item_t *it,
         return;
     }
 
+    /*
+     * A claim made on a connection since lost (claimed ahead, then the
+     * last record's statement failed) may be no claim where the next
+     * connection leads: no call on it.  The lease returns it, looked up.
+     */
+    if (it->generation != mc_db_generation(w->db)
+        || mc_db_conn(w->db) == NULL)
+    {
+        mc_worker_collect_claim(w);
+        mc_log(MC_LOG_WARN, "credit=%" PRId64 " ref=%s: not sent: the "
+               "connection it was claimed on is gone; its lease returns it",
+               it->id, it->reference);
+        return;
+    }
+
     retcode = 0;
     ticket = 0;
 
