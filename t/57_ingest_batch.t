@@ -31,7 +31,7 @@ use Test::More;
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
-use Mt5Credit::Provider qw(stripe_event standard_event);
+use Mt5Credit::Provider qw(stripe_event standard_event coinbase_event);
 
 my $SIGNED_AT = 1767225600;
 
@@ -418,24 +418,17 @@ same_rows('Checkout.com\'s events');
 
 # --- Coinbase Commerce's own events (sql/076) ---------------------------
 
-# a delivery: the envelope, the event nested under "event", the price a
-# decimal string
+# a delivery as the provider simulator builds it (coinbase_event())
 sub cb {
     my ($type, $eid, %c) = @_;
-    my $pay = join(',', map {
-        qq({"status":"CONFIRMED","value":{"local":{"amount":"$_",)
-        . qq("currency":"USD"}}})
-    } @{ $c{paid} // [] });
-    my $tl = join(',', map { qq({"status":"$_"}) } @{ $c{timeline} });
+    my $n = 0;
     return { provider => 'coinbase', event_id => undef,
              scheme => 'hmac-sha256', request_id => undef,
-             body => qq({"id":) . ($c{attempt} // 1) . qq(,"attempt_number":)
-                   . ($c{attempt} // 1) . qq(,"event":{"id":"$eid",)
-                   . qq("type":"$type","data":{"id":"$c{charge}",)
-                   . qq("metadata":{"deposit_reference":"$c{deposit}"},)
-                   . qq("pricing":{"local":{"amount":"$c{price}",)
-                   . qq("currency":"USD"}},"payments":[$pay],)
-                   . qq("timeline":[$tl]}}}) };
+             body => coinbase_event($type, event_id => $eid,
+                 charge => $c{charge}, deposit => $c{deposit},
+                 price => $c{price}, attempt => $c{attempt},
+                 payments => [ map { [ ++$n, $_ ] } @{ $c{paid} } ],
+                 timeline => [ map { [ $_ ] } @{ $c{timeline} } ]) };
 }
 
 for my $sb (values %db) {
