@@ -273,26 +273,28 @@ sub drill {
                   . "attempts = $_->[1]") == 0
     } @calls;
 
-    note("$mode: $N webhooks, the primary crashed after $crashed_at "
+    my @told;
+    my $tell = sub { push @told, $_[0]; note($_[0]) };
+    $tell->("$mode: $N webhooks, the primary crashed after $crashed_at "
          . "answers; first answers: " . scalar(@acked) . " 200, "
          . scalar(@unacked) . ' not (sent again until 200)');
-    note("$mode: answered 200 before the promotion and not on the new "
+    $tell->("$mode: answered 200 before the promotion and not on the new "
          . "primary: " . scalar(@lost_acked) . " of " . scalar(@acked_before));
-    note("$mode: deals made before the promotion whose claim the new "
+    $tell->("$mode: deals made before the promotion whose claim the new "
          . "primary lacked: " . scalar(@lost_claims));
-    note("$mode: payments with 0/1/2+ deals: $per{0}/$per{1}/$per{2}; "
+    $tell->("$mode: payments with 0/1/2+ deals: $per{0}/$per{1}/$per{2}; "
          . "credits on the new primary: " . scalar(keys %credits));
-    note("$mode: balance calls " . scalar(@calls) . ", on a claim the new "
+    $tell->("$mode: balance calls " . scalar(@calls) . ", on a claim the new "
          . "primary lacks " . scalar(@phantom));
     my %refused = map {
         my $h = $_;
         ($h => scalar(() = $st->worker_log("host-$h")
                           =~ /ERROR database: connection to server/g))
     } qw(a b);
-    note(sprintf("$mode: no primary for %.1f s; connects refused: host A "
+    $tell->(sprintf("$mode: no primary for %.1f s; connects refused: host A "
                  . "%d, host B %d", $outage, $refused{a}, $refused{b}));
-    note("$mode: database_timeline_changed cases: $changed");
-    note("$mode: database_rewound cases: " . scalar(@$cases)
+    $tell->("$mode: database_timeline_changed cases: $changed");
+    $tell->("$mode: database_rewound cases: " . scalar(@$cases)
          . join('', map { "; by $_->[0], witness $_->[1], claims lost "
                           . "$_->[2], looked up $_->[3]" } @$cases));
 
@@ -363,7 +365,7 @@ sub drill {
         my ($rc, $out) = Mt5Credit::Worker::run($sb, 'backfill', 'stripe',
                                                 '-c', $conf, '--since', '1h');
         is($rc, 0, 'async: the backfill runs') or diag $out;
-        note("async: $out");
+        $tell->("async: backfill: $out");
         ok(Mt5Credit::Worker::wait_for(sub {
                $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit "
                          . "WHERE status <> 'done'") == 0 }, 120),
@@ -381,11 +383,15 @@ sub drill {
         is($per{2}, 0, 'async: still no payment with two deals');
         is($per{1}, $N, 'async: each of the payments has exactly one '
            . 'deal at the end')
-            or diag explain [ map { [ $_, $pi[$_], $first{$_},
-                                      $later{$_} // '-', $credits{
-                                      ref_of_pi($pi[$_]) } ] }
-                              grep { !$deals{ ref_of_pi($pi[$_]) } }
-                              1 .. $N ];
+            or diag(join("\n", @told, map {
+                   my $c = $credits{ ref_of_pi($pi[$_]) };
+                   sprintf('no deal: webhook %d (%s): first %s at %.3f '
+                           . '(promoted %.3f), later %s, on the standby %s, '
+                           . 'credit %s', $_, $pi[$_], $first{$_}, $when{$_},
+                           $promoted_at, $later{$_} // '-',
+                           $events_held{"evt_fo_${mode}_$_"} ? 'yes' : 'no',
+                           $c ? "$c->[2] $c->[1]" : 'none')
+               } grep { !$deals{ ref_of_pi($pi[$_]) } } 1 .. $N));
     }
 
     # a round without a database is tried again a second later, never at
