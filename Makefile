@@ -221,7 +221,8 @@ $(BUILD)/t/mc_fsync_shim.so: t/shim/mc_fsync_shim.c
 
 
 # C unit tests: no servers, pure functions, vectors with their own clock.
-UNIT_TESTS := $(BUILD)/t/signature_vectors_test $(BUILD)/t/mt5sim_auth_test \
+UNIT_TESTS := $(BUILD)/t/signature_vectors_test $(BUILD)/t/adyen_test \
+              $(BUILD)/t/mt5sim_auth_test \
               $(BUILD)/t/mc_money_test $(BUILD)/t/mc_mt5_auth_test \
               $(BUILD)/t/mc_mt5_client_test $(BUILD)/t/mc_settle_test
 
@@ -234,6 +235,15 @@ $(BUILD)/t/signature_vectors_test: t/unit/signature_vectors_test.c \
 	$(CC) -std=c99 $(CFLAGS) -Wall -Wextra -Werror \
 	    -Ingx_mt5_credit_module -o $@ $(filter %.c,$^) -ljansson -lcrypto
 
+
+$(BUILD)/t/adyen_test: t/unit/adyen_test.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_adyen.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_signature.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_adyen.h \
+        ngx_mt5_credit_module/ngx_mt5_credit_signature.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(CFLAGS) -Wall -Wextra -Werror \
+	    -Ingx_mt5_credit_module -o $@ $(filter %.c,$^) -ljansson -lcrypto
 
 $(BUILD)/t/mt5sim_auth_test: t/unit/mt5sim_auth_test.c t/mt5sim/mt5sim_auth.c \
         t/mt5sim/mt5sim_text.c t/mt5sim/mt5sim_money.c t/mt5sim/mt5sim.h
@@ -321,6 +331,7 @@ test: deps all fuzz-build deb promtool test-sdks
 
 test-unit: unit
 	$(BUILD)/t/signature_vectors_test t/vectors
+	$(BUILD)/t/adyen_test t/vectors/adyen.json
 	$(BUILD)/t/mt5sim_auth_test
 	$(BUILD)/t/mc_money_test
 	$(BUILD)/t/mc_mt5_auth_test
@@ -379,12 +390,21 @@ NGX_INCS    := $(addprefix -I$(NGX_TREE)/, src/core src/event \
                  src/event/modules src/os/unix src/http src/http/modules \
                  src/http/v2 objs)
 FUZZERS     := $(addprefix $(BUILD)/fuzz/, fuzz_signature fuzz_settlement \
-                 fuzz_mt5_answer fuzz_body)
+                 fuzz_mt5_answer fuzz_body fuzz_adyen)
 
 fuzz-build: $(FUZZERS)
 
 $(BUILD)/fuzz/fuzz_signature: t/fuzz/fuzz_signature.c \
         ngx_mt5_credit_module/ngx_mt5_credit_signature.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_signature.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ingx_mt5_credit_module -o $@ \
+	    $(filter %.c,$^) -lcrypto
+
+$(BUILD)/fuzz/fuzz_adyen: t/fuzz/fuzz_adyen.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_adyen.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_signature.c \
+        ngx_mt5_credit_module/ngx_mt5_credit_adyen.h \
         ngx_mt5_credit_module/ngx_mt5_credit_signature.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Ingx_mt5_credit_module -o $@ \

@@ -43,6 +43,8 @@ static ngx_mt5_credit_sig_rc_e ngx_mt5_credit_sig_parse_generic(
 static int ngx_mt5_credit_sig_base64_value(unsigned char c);
 static ngx_mt5_credit_sig_rc_e ngx_mt5_credit_sig_decode_base64(
     const unsigned char *src, size_t len, ngx_mt5_credit_sig_key_t *key);
+static ngx_mt5_credit_sig_rc_e ngx_mt5_credit_sig_decode_hex(
+    const unsigned char *src, size_t len, ngx_mt5_credit_sig_key_t *key);
 static size_t ngx_mt5_credit_sig_encode(ngx_mt5_credit_sig_encoding_e encoding,
     const unsigned char *mac, unsigned char *text);
 static ngx_mt5_credit_sig_rc_e ngx_mt5_credit_sig_mac(EVP_MAC_CTX *ctx,
@@ -95,6 +97,9 @@ ngx_mt5_credit_sig_prepare_key(ngx_mt5_credit_sig_scheme_e scheme,
 
         return ngx_mt5_credit_sig_decode_base64(secret, len, key);
 
+    case NGX_MT5_CREDIT_SIG_ADYEN:
+        return ngx_mt5_credit_sig_decode_hex(secret, len, key);
+
     default:
         return NGX_MT5_CREDIT_SIG_BAD_SECRET;
     }
@@ -133,6 +138,9 @@ ngx_mt5_credit_sig_parse(const ngx_mt5_credit_sig_conf_t *conf,
         }
 
         return ngx_mt5_credit_sig_parse_generic(conf, &value, parsed);
+
+    case NGX_MT5_CREDIT_SIG_ADYEN:
+        return NGX_MT5_CREDIT_SIG_OK;
 
     default:
         return NGX_MT5_CREDIT_SIG_ERROR;
@@ -248,6 +256,13 @@ ngx_mt5_credit_sig_verify(const ngx_mt5_credit_sig_conf_t *conf,
             return NGX_MT5_CREDIT_SIG_ERROR;
         }
 
+        break;
+
+    case NGX_MT5_CREDIT_SIG_ADYEN:
+
+        /* "body" is an item's signed string, built from its fields */
+
+        encoding = NGX_MT5_CREDIT_SIG_BASE64;
         break;
 
     default:
@@ -792,6 +807,44 @@ failed:
     OPENSSL_cleanse(key, sizeof(ngx_mt5_credit_sig_key_t));
 
     return NGX_MT5_CREDIT_SIG_BAD_SECRET;
+}
+
+
+/* hex digits in pairs, either case (configuration time only) */
+
+static ngx_mt5_credit_sig_rc_e
+ngx_mt5_credit_sig_decode_hex(const unsigned char *src, size_t len,
+    ngx_mt5_credit_sig_key_t *key)
+{
+    size_t         i;
+    unsigned       v;
+    unsigned char  c;
+
+    if (len == 0 || len % 2 != 0 || len / 2 > NGX_MT5_CREDIT_SIG_MAX_KEY) {
+        return NGX_MT5_CREDIT_SIG_BAD_SECRET;
+    }
+
+    for (i = 0; i < len; i++) {
+        c = src[i];
+
+        if (c >= '0' && c <= '9') {
+            v = (unsigned) (c - '0');
+
+        } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+            v = (unsigned) ((c | 0x20) - 'a' + 10);
+
+        } else {
+            OPENSSL_cleanse(key, sizeof(ngx_mt5_credit_sig_key_t));
+            return NGX_MT5_CREDIT_SIG_BAD_SECRET;
+        }
+
+        key->key[i / 2] = (unsigned char) ((i % 2) ? key->key[i / 2] | v
+                                                   : v << 4);
+    }
+
+    key->len = len / 2;
+
+    return NGX_MT5_CREDIT_SIG_OK;
 }
 
 

@@ -29,7 +29,9 @@
 typedef enum {
     NGX_MT5_CREDIT_SIG_STRIPE = 1,      /* Stripe-Signature: t=..,v1=.. */
     NGX_MT5_CREDIT_SIG_STANDARD,        /* Standard Webhooks v1 */
-    NGX_MT5_CREDIT_SIG_HMAC_SHA256      /* one header, HMAC of the body */
+    NGX_MT5_CREDIT_SIG_HMAC_SHA256,     /* one header, HMAC of the body */
+    NGX_MT5_CREDIT_SIG_ADYEN            /* per item, of its signed fields
+                                           (ngx_mt5_credit_adyen.h) */
 } ngx_mt5_credit_sig_scheme_e;
 
 
@@ -122,7 +124,8 @@ typedef struct {
  * Turns a secret as the provider shows it into key bytes.
  * Stripe and HMAC_SHA256: the string's bytes as they are (a "whsec_" prefix
  * is part of a Stripe key).  Standard Webhooks: an optional "whsec_" prefix,
- * then standard base64, decoded.  Empty, undecodable or too long: BAD_SECRET.
+ * then standard base64, decoded.  Adyen: hex digits (either case), decoded,
+ * as its Customer Area shows the key.  Empty, undecodable or too long: BAD_SECRET.
  * The caller trims the line (trailing CR/LF/SP/HTAB) before calling.
  */
 ngx_mt5_credit_sig_rc_e ngx_mt5_credit_sig_prepare_key(
@@ -134,7 +137,9 @@ ngx_mt5_credit_sig_rc_e ngx_mt5_credit_sig_prepare_key(
  * with a missing or malformed header is rejected before its body is read.
  * Returns OK, MISSING_HEADER or MALFORMED_HEADER.  A header that parses but
  * carries no usable candidate (e.g. Stripe with no v1) is OK here and
- * BAD_SIGNATURE in ngx_mt5_credit_sig_verify().
+ * BAD_SIGNATURE in ngx_mt5_credit_sig_verify().  Adyen signs in the body,
+ * not in a header: OK with no candidate; the caller puts each item's
+ * signature there and verifies its signed string as the "body".
  */
 ngx_mt5_credit_sig_rc_e ngx_mt5_credit_sig_parse(
     const ngx_mt5_credit_sig_conf_t *conf,

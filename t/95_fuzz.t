@@ -23,7 +23,8 @@ my $seconds = $ENV{MT5CREDIT_FUZZ_SECONDS} || 10;
 my $out = `t/fuzz/run $seconds 2>&1`;
 my $rc = $? >> 8;
 
-for my $f (qw(fuzz_signature fuzz_body fuzz_mt5_answer fuzz_settlement)) {
+for my $f (qw(fuzz_signature fuzz_body fuzz_mt5_answer fuzz_settlement
+               fuzz_adyen)) {
     like($out, qr/^$f: ok, \d+ runs/m, "$f: no crash in ${seconds}s")
         or diag $out;
 }
