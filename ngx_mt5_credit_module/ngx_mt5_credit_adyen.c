@@ -603,6 +603,12 @@ ngx_mt5_credit_adyen_field(ngx_mt5_credit_adyen_in_t *in,
                                                  "':', which makes the "
                                                  "signed string ambiguous");
             }
+
+            /* no reference has one; a log line must not get one */
+            if (out[i] < 0x20 || out[i] == 0x7f) {
+                return ngx_mt5_credit_adyen_fail(in, "a signed field holds "
+                                                 "a control character");
+            }
         }
     }
 

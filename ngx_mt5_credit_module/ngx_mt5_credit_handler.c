@@ -16,6 +16,9 @@
  *      known, so the provider retries and the unique event key makes the
  *      retry harmless.
  *   4. Only then, and only when a credit was created, a Redis wake-up.
+ *
+ * Adyen's batches, signed per item, take their own path after step 1
+ * (ngx_mt5_credit_handler_adyen.c).
  */
 
 
@@ -26,34 +29,7 @@
 #include "ngx_mt5_credit_module.h"
 #include "ngx_mt5_credit_pg.h"
 #include "ngx_mt5_credit_redis.h"
-
-
-/* more lines of one header than this is malformed anyway */
-#define NGX_MT5_CREDIT_MAX_LINES  2
-
-
-typedef struct {
-    ngx_mt5_credit_sig_str_t      lines[NGX_MT5_CREDIT_MAX_LINES];
-    size_t                        n;
-} ngx_mt5_credit_header_t;
-
-
-typedef struct {
-    ngx_http_request_t           *request;
-    ngx_mt5_credit_pg_op_t        op;
-    ngx_mt5_credit_header_t       signature;
-    ngx_mt5_credit_header_t       id;
-    ngx_mt5_credit_header_t       timestamp;
-    ngx_mt5_credit_sig_parsed_t   parsed;
-    ngx_str_t                     body;
-    u_char                        signed_at[8];   /* int8, network order */
-
-    /* what became of it, for $mt5_credit_* in access_log lines */
-    ngx_str_t                     outcome;
-    ngx_str_t                     reason;
-    ngx_str_t                     event;          /* our event row */
-    ngx_str_t                     credit;
-} ngx_mt5_credit_ctx_t;
+#include "ngx_mt5_credit_handler.h"
 
 
 static void ngx_mt5_credit_collect_headers(ngx_http_request_t *r,
@@ -69,20 +45,8 @@ static void ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
     ngx_mt5_credit_pg_rc_e rc, PGresult *res, const char *err);
 static ngx_int_t ngx_mt5_credit_ingest_answer(ngx_http_request_t *r,
     PGresult *res, ngx_uint_t row);
-static void ngx_mt5_credit_cleanup(void *data);
-static ngx_int_t ngx_mt5_credit_reject(ngx_http_request_t *r,
-    ngx_mt5_credit_ctx_t *ctx, ngx_mt5_credit_sig_rc_e rc, int64_t skew);
-static void ngx_mt5_credit_log_outage(ngx_log_t *log,
-    ngx_mt5_credit_main_conf_t *mcf, const char *err);
-static ngx_int_t ngx_mt5_credit_unavailable(ngx_http_request_t *r,
-    ngx_mt5_credit_stat_e why);
-static ngx_int_t ngx_mt5_credit_send(ngx_http_request_t *r,
-    ngx_uint_t status, u_char *json, size_t len);
-static const char *ngx_mt5_credit_scheme_name(ngx_mt5_credit_sig_conf_t *sig);
 static ngx_int_t ngx_mt5_credit_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
-static void ngx_mt5_credit_keep(ngx_http_request_t *r, ngx_str_t *to,
-    u_char *from, size_t len);
 static const char *ngx_mt5_credit_cause(ngx_mt5_credit_stat_e why);
 
 
@@ -275,6 +239,17 @@ ngx_mt5_credit_body_handler(ngx_http_request_t *r)
         return;
     }
 
+    /* Adyen signs fields, not bytes: each item is read, then verified */
+    if (lcf->sig->scheme == NGX_MT5_CREDIT_SIG_ADYEN) {
+        rc = ngx_mt5_credit_adyen_ingest(r, ctx);
+
+        if (rc != NGX_DONE) {
+            ngx_http_finalize_request(r, rc);
+        }
+
+        return;
+    }
+
     /* the MAC over the exact bytes, before anything parses them */
     src = ngx_mt5_credit_sig_verify(lcf->sig, &ctx->parsed, ctx->body.data,
                                     ctx->body.len);
@@ -416,11 +391,27 @@ ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
 
     ngx_http_set_log_request(c->log, r);
 
-    switch (rc) {
+    status = (rc == NGX_MT5_CREDIT_PG_OK)
+             ? ngx_mt5_credit_ingest_answer(r, res, op->row)
+             : ngx_mt5_credit_ingest_failed(r, rc, err);
 
-    case NGX_MT5_CREDIT_PG_OK:
-        status = ngx_mt5_credit_ingest_answer(r, res, op->row);
-        break;
+    ngx_http_finalize_request(r, status);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* the ingest statement did not return its rows: 503, the outcome said */
+
+ngx_int_t
+ngx_mt5_credit_ingest_failed(ngx_http_request_t *r,
+    ngx_mt5_credit_pg_rc_e rc, const char *err)
+{
+    ngx_int_t          status;
+    ngx_connection_t  *c;
+
+    c = r->connection;
+
+    switch (rc) {
 
     case NGX_MT5_CREDIT_PG_FAILED:
         ngx_log_error(NGX_LOG_ERR, c->log, 0,
@@ -457,8 +448,7 @@ ngx_mt5_credit_ingest_done(ngx_mt5_credit_pg_op_t *op,
         break;
     }
 
-    ngx_http_finalize_request(r, status);
-    ngx_http_run_posted_requests(c);
+    return status;
 }
 
 
@@ -584,7 +574,7 @@ ngx_mt5_credit_ingest_answer(ngx_http_request_t *r, PGresult *res,
 }
 
 
-static void
+void
 ngx_mt5_credit_cleanup(void *data)
 {
     ngx_mt5_credit_ctx_t  *ctx = data;
@@ -599,7 +589,7 @@ ngx_mt5_credit_cleanup(void *data)
  * the database.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_mt5_credit_reject(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx,
     ngx_mt5_credit_sig_rc_e rc, int64_t skew)
 {
@@ -694,7 +684,7 @@ ngx_mt5_credit_reject(ngx_http_request_t *r, ngx_mt5_credit_ctx_t *ctx,
  * per worker, with how many were answered 503 since the last; the
  * counters (mt5_credit_status) count each.
  */
-static void
+void
 ngx_mt5_credit_log_outage(ngx_log_t *log, ngx_mt5_credit_main_conf_t *mcf,
     const char *err)
 {
@@ -715,7 +705,7 @@ ngx_mt5_credit_log_outage(ngx_log_t *log, ngx_mt5_credit_main_conf_t *mcf,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_mt5_credit_unavailable(ngx_http_request_t *r, ngx_mt5_credit_stat_e why)
 {
     u_char                      *p;
@@ -761,9 +751,20 @@ ngx_mt5_credit_unavailable(ngx_http_request_t *r, ngx_mt5_credit_stat_e why)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_mt5_credit_send(ngx_http_request_t *r, ngx_uint_t status, u_char *json,
     size_t len)
+{
+    return ngx_mt5_credit_send_type(r, status, "application/json", json,
+                                    len);
+}
+
+
+/* a provider that wants other than JSON back (Adyen: "[accepted]") */
+
+ngx_int_t
+ngx_mt5_credit_send_type(ngx_http_request_t *r, ngx_uint_t status,
+    const char *type, u_char *json, size_t len)
 {
     ngx_int_t     rc;
     ngx_buf_t    *b;
@@ -777,7 +778,8 @@ ngx_mt5_credit_send(ngx_http_request_t *r, ngx_uint_t status, u_char *json,
 
     r->headers_out.status = status;
     r->headers_out.content_length_n = len;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type.data = (u_char *) type;
+    r->headers_out.content_type.len = ngx_strlen(type);
     r->headers_out.content_type_len = r->headers_out.content_type.len;
 
     rc = ngx_http_send_header(r);
@@ -804,7 +806,7 @@ ngx_mt5_credit_send(ngx_http_request_t *r, ngx_uint_t status, u_char *json,
 }
 
 
-static const char *
+const char *
 ngx_mt5_credit_scheme_name(ngx_mt5_credit_sig_conf_t *sig)
 {
     switch (sig->scheme) {
@@ -814,6 +816,9 @@ ngx_mt5_credit_scheme_name(ngx_mt5_credit_sig_conf_t *sig)
 
     case NGX_MT5_CREDIT_SIG_STANDARD:
         return "standard";
+
+    case NGX_MT5_CREDIT_SIG_ADYEN:
+        return "adyen";
 
     default:
         return "hmac-sha256";
@@ -891,7 +896,7 @@ ngx_mt5_credit_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 }
 
 
-static void
+void
 ngx_mt5_credit_keep(ngx_http_request_t *r, ngx_str_t *to, u_char *from,
     size_t len)
 {

@@ -1441,6 +1441,7 @@ invalid:
  * mt5_credit_signature standard;
  * mt5_credit_signature hmac-sha256 header=<name> encoding=hex|base64
  *                                  [prefix=<text>];
+ * mt5_credit_signature adyen;      (per notification item, hex key)
  */
 
 static char *
@@ -1472,10 +1473,14 @@ ngx_mt5_credit_signature(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     } else if (ngx_strcmp(value[1].data, "hmac-sha256") == 0) {
         sig->scheme = NGX_MT5_CREDIT_SIG_HMAC_SHA256;
 
+    } else if (ngx_strcmp(value[1].data, "adyen") == 0) {
+        sig->scheme = NGX_MT5_CREDIT_SIG_ADYEN;
+
     } else {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "unknown signature scheme \"%V\": use \"stripe\", "
-                           "\"standard\" or \"hmac-sha256\"", &value[1]);
+                           "\"standard\", \"hmac-sha256\" or \"adyen\"",
+                           &value[1]);
         return NGX_CONF_ERROR;
     }
 
@@ -1697,6 +1702,9 @@ ngx_mt5_credit_load_secrets(ngx_conf_t *cf, ngx_mt5_credit_loc_conf_t *lcf)
                           &path, line,
                           sig->scheme == NGX_MT5_CREDIT_SIG_STANDARD
                           ? " (expected \"whsec_\" + standard base64)"
+                          : sig->scheme == NGX_MT5_CREDIT_SIG_ADYEN
+                          ? " (expected the HMAC key in hex, as Adyen's "
+                            "Customer Area shows it)"
                           : "");
             goto failed;
         }

@@ -149,7 +149,7 @@ static const Oid  ngx_mt5_credit_pg_types[NGX_MT5_CREDIT_PG_NPARAMS] = {
 };
 
 /* ... and of the batch statement (sql/062): arrays of each */
-static const Oid  ngx_mt5_credit_pg_batch_types[NGX_MT5_CREDIT_PG_NPARAMS] = {
+const Oid  ngx_mt5_credit_pg_batch_types[NGX_MT5_CREDIT_PG_NPARAMS] = {
     1009, 1009, 1001, 1009, 1016, 1009
 };
 
@@ -976,8 +976,10 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
     if (op->sql != NULL) {
         /* the extended protocol: one statement, its values apart */
         if (op->nparams > NGX_MT5_CREDIT_PG_MAXPARAMS
-            || PQsendQueryParams(conn->pg, op->sql, (int) op->nparams, NULL,
-                                 op->values, NULL, NULL, 0)
+            || PQsendQueryParams(conn->pg, op->sql, (int) op->nparams,
+                                 op->types, op->values,
+                                 op->types ? op->lengths : NULL,
+                                 op->types ? op->formats : NULL, 0)
                == 0)
         {
             ngx_log_error(NGX_LOG_ERR, op->log, 0,
@@ -987,7 +989,9 @@ ngx_mt5_credit_pg_send(ngx_mt5_credit_pg_conn_t *conn,
         }
 
         for (i = 0, size = ngx_strlen(op->sql); i < op->nparams; i++) {
-            size += op->values[i] ? ngx_strlen(op->values[i]) : 0;
+            size += op->values[i] == NULL ? 0
+                    : op->types ? (size_t) op->lengths[i]
+                    : ngx_strlen(op->values[i]);
         }
 
     } else {

@@ -80,8 +80,11 @@ struct ngx_mt5_credit_pg_op_s {
 
     /* the ingest statement's parameters; or, with sql set, one fixed
        statement of the caller's and its nparams text parameters (a NULL
-       value is SQL NULL): no value is ever part of the statement's text */
+       value is SQL NULL), or with types set too, parameters of those
+       types as lengths and formats say: no value is ever part of the
+       statement's text */
     const char                   *sql;
+    const Oid                    *types;
     ngx_uint_t                    nparams;
     const char                   *values[NGX_MT5_CREDIT_PG_MAXPARAMS];
     int                           lengths[NGX_MT5_CREDIT_PG_MAXPARAMS];
@@ -128,6 +131,9 @@ ngx_int_t ngx_mt5_credit_pg_run(ngx_mt5_credit_pg_pool_t *pool,
  */
 void ngx_mt5_credit_pg_cancel(ngx_mt5_credit_pg_op_t *op);
 
+
+/* the batch statement's parameter types: arrays of ingest()'s */
+extern const Oid  ngx_mt5_credit_pg_batch_types[NGX_MT5_CREDIT_PG_NPARAMS];
 
 /* ngx_mt5_credit_pg_batch.c: the batch statement's parameters and rows */
 size_t ngx_mt5_credit_pg_batch_size(ngx_mt5_credit_pg_op_t **ops,

@@ -11444,7 +11444,7 @@ CREATE TABLE mt5credit.webhook_event (
     CONSTRAINT webhook_event_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT webhook_event_provider_event_id_check CHECK (((length(provider_event_id) >= 1) AND (length(provider_event_id) <= 255))),
     CONSTRAINT webhook_event_redacted_empty CHECK (((body_redacted_at IS NULL) OR (raw_body = '\x'::bytea))),
-    CONSTRAINT webhook_event_signature_scheme_check CHECK ((signature_scheme = ANY (ARRAY['stripe'::text, 'standard'::text, 'hmac-sha256'::text, 'api'::text])))
+    CONSTRAINT webhook_event_signature_scheme_check CHECK ((signature_scheme = ANY (ARRAY['stripe'::text, 'standard'::text, 'hmac-sha256'::text, 'api'::text, 'adyen'::text])))
 );
 
 

@@ -85,6 +85,20 @@ fails_like('unknown scheme',
                        . "            mt5_credit_secret_file $stripe;"),
            qr/unknown signature scheme "stirpe"/, 'stirpe');
 
+my $adyen_bad = $sb->write_file('secrets/adyen-bad', "not-hex-at-all\n");
+fails_like('an Adyen key that is not hex',
+           config(loc => "mt5_credit_webhook adyen;\n"
+                       . "            mt5_credit_signature adyen;\n"
+                       . "            mt5_credit_secret_file $adyen_bad;"),
+           qr/adyen-bad" line 1: not a valid secret for this signature scheme \(expected the HMAC key in hex/);
+
+fails_like('adyen with a parameter',
+           config(loc => "mt5_credit_webhook adyen;\n"
+                       . "            mt5_credit_signature adyen header=x;\n"
+                       . "            mt5_credit_secret_file $adyen_bad;"),
+           qr/signature scheme "adyen" takes no parameters/,
+           'mt5_credit_signature adyen header=x');
+
 fails_like('hmac without its header',
            config(loc => "mt5_credit_webhook psp;\n"
                        . "            mt5_credit_signature hmac-sha256 encoding=hex;\n"

@@ -4,7 +4,10 @@
 // reader and verifier must give each item the library's verdict, and the
 // library's signed string.
 //
-//   node adyen_cases.js COUNT SEED > cases.json
+//   node adyen_cases.js COUNT SEED [KEY] > cases.json
+//
+// With KEY (hex), every batch is signed with it (an item "with another
+// key" still with a random one): cases to send to an edge holding KEY.
 //
 // Items are random but repeatable (SEED): references, accounts with
 // spaces and non-ASCII letters, amounts up to 15 digits, fields written
@@ -17,6 +20,7 @@ const { hmacValidator: HmacValidator } = require('@adyen/api-library');
 
 const count = parseInt(process.argv[2] || '1000', 10);
 let seed = parseInt(process.argv[3] || '1', 10) >>> 0;
+const fixedKey = process.argv[4];
 
 // mulberry32: small, and the same sequence on every machine
 function random() {
@@ -96,7 +100,7 @@ const validator = new HmacValidator();
 const cases = [];
 
 for (let n = 0; n < count; n++) {
-    const k = key();
+    const k = fixedKey || key();
     const items = [];
     const size = 1 + Math.floor(random() * 5);
     for (let i = 0; i < size; i++) {
@@ -116,7 +120,7 @@ for (let n = 0; n < count; n++) {
     }
     cases.push({
         name: `random batch ${n}`,
-        key: pick([k, k.toLowerCase()]),
+        key: fixedKey ? k : pick([k, k.toLowerCase()]),
         body: text({ live: 'false',
                      notificationItems: items.map((it) => ({ NotificationRequestItem: it })) }),
         expect: items.map((it) => validator.validateHMAC(it, k) ? 'valid' : 'bad_signature'),
