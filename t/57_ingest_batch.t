@@ -15,9 +15,9 @@
 #   - the set-based part leaving half its work: when its statement raises,
 #     every one of its elements goes through ingest() and ends the same
 #   - a provider's own format read two ways: Checkout.com's events
-#     (sql/075) and Coinbase Commerce's (sql/076: the event nested, a
-#     retry in another envelope) leave in a batch what they leave one by
-#     one
+#     (sql/075), Coinbase Commerce's (sql/076: the event nested, a retry
+#     in another envelope) and Adyen's items (sql/077: the edge's id)
+#     leave in a batch what they leave one by one
 #   - a deadlock between two batches failing more than one webhook: one
 #     delivery gets 40P01 (its provider retries), the rest of both commit
 #   - a caller choosing the history's actor through the batch's map:
@@ -478,6 +478,63 @@ is_deeply([ map { $_->{outcome} } @got ],
           'Coinbase Commerce: a payment, its retry, pending then paid, '
           . 'paid short, paid late, a charge opened');
 same_rows('Coinbase Commerce\'s events');
+
+# --- Adyen's notification items (sql/077) -------------------------------
+
+# an item as the edge stores it: its bytes, the edge's id
+sub ady {
+    my ($code, %f) = @_;
+    my $body = '{"additionalData":{"hmacSignature":"x"},"amount":{"value":'
+        . ($f{value} // 50000) . ',"currency":"USD"},"eventCode":"' . $code
+        . '","merchantAccountCode":"BrokerEU","merchantReference":"'
+        . ($f{ref} // '') . '",' . (defined $f{original}
+            ? qq("originalReference":"$f{original}",) : '')
+        . '"pspReference":"' . $f{psp} . '","success":"'
+        . ($f{success} // 'true') . '"}';
+    return { provider => 'adyen', scheme => 'adyen', request_id => undef,
+             event_id => "$f{psp}:$code:" . ($f{success} // 'true'),
+             body => $body };
+}
+
+for my $sb (values %db) {
+    $sb->psql("INSERT INTO mt5credit.provider_payload VALUES "
+              . "('adyen', 'adyen')");
+    for my $n (28 .. 30) {
+        $sb->psql("SELECT mt5credit.create_deposit('alice', "
+                  . sprintf("'click-%06d'", $n) . ", 'adyen', 'live1', "
+                  . "1001, 50000, 'USD')", user => 'portal');
+    }
+}
+
+my @ady = (
+    # 1-2: an authorisation, and Adyen sending it again in the batch
+    ady('AUTHORISATION', psp => 'ADY0000000000001', ref => dep(28)),
+    ady('AUTHORISATION', psp => 'ADY0000000000001', ref => dep(28)),
+    # 3: refused: the deposit fails
+    ady('AUTHORISATION', psp => 'ADY0000000000002', ref => dep(29),
+        success => 'false'),
+    # 4: another amount: a case
+    ady('AUTHORISATION', psp => 'ADY0000000000003', ref => dep(30),
+        value => 49999),
+    # 5: a refund of the first, in the same batch
+    ady('REFUND', psp => 'ADY0000000000004', original => 'ADY0000000000001',
+        value => 1000),
+    # 6: its capture: nothing more
+    ady('CAPTURE', psp => 'ADY0000000000005', original => 'ADY0000000000001',
+        ref => dep(28)),
+    # 7: a report: nothing
+    ady('REPORT_AVAILABLE', psp => 'ADY0000000000006', value => 0),
+);
+@one = map { ingest_one($db{one}, $_) } @ady;
+@got = ingest_batch($db{batch}, @ady);
+is_deeply([ map { said($_) } @got ], [ map { said($_) } @one ],
+          'Adyen: the batch said what ingest() said');
+is_deeply([ map { $_->{outcome} } @got ],
+          [ 'credit_created', 'duplicate', 'stored', 'case_opened',
+            'credit_created', 'stored', 'stored' ],
+          'Adyen: a payment, its retry, refused, another amount, a refund, '
+          . 'a capture, a report');
+same_rows('Adyen\'s items');
 
 # --- the map is no way to choose an actor -------------------------------
 
