@@ -597,12 +597,13 @@ ngx_mt5_credit_adyen_field(ngx_mt5_credit_adyen_in_t *in,
                                              "long");
         }
 
+        /*
+         * ':' and '\\' are signed as they are, as Adyen's Node, PHP and
+         * Java libraries sign them; a ':' makes the signed string
+         * ambiguous, which docs/providers.md shows moves no money.
+         */
+
         for (i = 0; i < n; i++) {
-            if (out[i] == ':') {
-                return ngx_mt5_credit_adyen_fail(in, "a signed field holds "
-                                                 "':', which makes the "
-                                                 "signed string ambiguous");
-            }
 
             /* no reference has one; a log line must not get one */
             if (out[i] < 0x20 || out[i] == 0x7f) {

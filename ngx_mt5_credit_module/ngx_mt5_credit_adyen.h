@@ -15,9 +15,8 @@
  * PostgreSQL's jsonb or Adyen's own libraries see: RFC 8259 JSON only,
  * UTF-8 checked, a key this reader uses written twice is refused, \u0000
  * and lone surrogates (which jsonb refuses) are refused, the amount is
- * plain digits, and a signed field holding ':' is refused: the signed
- * string would no longer say where one field ends (nor may one hold a
- * control character, which no reference has and a log line must not).
+ * plain digits, and a signed field may not hold a control character
+ * (no reference has one, and a log line must not).
  *
  * No nginx dependency: the module, the unit test and the fuzzer share it.
  */

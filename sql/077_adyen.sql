@@ -17,8 +17,9 @@
 --   adyen          automatic capture (Adyen's default): a successful
 --                  AUTHORISATION will be captured, and Adyen sends no
 --                  CAPTURE for it unless asked to, so it credits; a
---                  CAPTURE_FAILED or a CANCELLATION after it is money
---                  credited that will not arrive, a case for a person
+--                  refused CAPTURE, a CAPTURE_FAILED or a CANCELLATION
+--                  after it is money credited that will not arrive, a
+--                  case for a person
 --   adyen_manual   manual capture: an AUTHORISATION is held money, never
 --                  a credit; a successful CAPTURE credits (its
 --                  originalReference is the payment), CAPTURE_FAILED and
@@ -119,8 +120,12 @@ VALUES
     ('adyen', 'AUTHORISATION', 2, NULL, 'failed', 'strict $.pspReference',
      'strict $.merchantReference', NULL, NULL, 'strict $.amount.currency',
      'authorisation refused'),
-    ('adyen', 'CAPTURE', 1, NULL, 'ignore', NULL, NULL, NULL, NULL, NULL,
-     'captured: credited when it was authorised'),
+    ('adyen', 'CAPTURE', 1, '$.success == "true"', 'ignore', NULL, NULL,
+     NULL, NULL, NULL, 'captured: credited when it was authorised'),
+    ('adyen', 'CAPTURE', 2, NULL, 'review', 'strict $.originalReference',
+     'strict $.merchantReference', 'strict $.amount.value', 'minor',
+     'strict $.amount.currency',
+     'the capture of a payment credited at its authorisation was refused'),
     -- credited at the authorisation, and the money will not come
     ('adyen', 'CAPTURE_FAILED', 1, NULL, 'review',
      'strict $.originalReference', 'strict $.merchantReference',

@@ -21,7 +21,10 @@
 #     linked to the payment
 #   - the edge and Adyen's own library (@adyen/api-library, a test-only
 #     npm package, make test-sdks) disagreeing on any item: 1,000 random
-#     batches through the reader, 20 through the live edge
+#     batches through the reader (':', '\', non-ASCII, an empty or
+#     absent originalReference), 20 through the live edge, and the
+#     library's own sample notification crediting our deposit, or
+#     opening a case for a reference that is none of ours
 
 use strict;
 use warnings;
@@ -29,7 +32,7 @@ use warnings;
 use Test::More;
 use Digest::SHA qw(hmac_sha256_base64);
 use Encode ();
-use JSON::PP;
+use JSON::PP qw(decode_json encode_json);
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
@@ -154,7 +157,12 @@ my $name = item(code => 'AUTHORISATION', ref => $d1, value => 25000,
                 psp => $auth->{pspReference});
 $name->{additionalData}{cardHolderName} = 'Mallory';
 ok(accepted(post('adyen', batch($name))),
-   'another card holder name (unsigned): the same item, "[accepted]"');
+   'another card holder name (unsigned) under the same id: "[accepted]"');
+like(disposition($aid), qr/^credit_created/,
+     '... the item stored first stays as it was');
+is(count(q{"case" WHERE kind = 'event_body_conflict'}), 1,
+   '... the other bytes are a body conflict for a person');
+is(count("mt5_credit WHERE provider = 'adyen'"), 1, '... and move no money');
 my $forged = item(code => 'AUTHORISATION', ref => $d1, value => 25000);
 $forged->{amount}{value} = 2500000;
 my $before = count('webhook_event');
@@ -275,6 +283,39 @@ is($? >> 8, 0, "1,000 random batches: the reader and verifier agree with the "
     or diag join("\n", grep { /^not ok|^#/ } split /\n/, $out);
 like($out, qr/^1\.\.(\d+)$/m, '... ' . (($out =~ /^1\.\.(\d+)$/m)[0] // 0)
      . ' checks');
+
+# the library's own sample notification (tools/hmac/payload.json, an
+# AUTHORISATION), signed by the library with the edge's key: for one of
+# our deposits it credits; as shipped, naming a reference that is no
+# deposit of ours, it credits nothing and a person sees it
+my $sample = "$sdk/\@adyen/api-library/tools/hmac/payload.json";
+my $shipped = decode_json(do { local (@ARGV, $/) = $sample; <> });
+my $sign = sub {
+    my ($batch) = @_;
+    my $f = $sb->write_file('adyen-unsigned.json', encode_json($batch));
+    return scalar `NODE_PATH='$sdk' node t/sdk/adyen_sign.js $KEY < '$f'`;
+};
+my $s1 = $sb->create_deposit(client => 'bob', login => 1002, amount => 32500,
+                             currency => 'USD', provider => 'adyen');
+my $ours = decode_json(encode_json($shipped));
+my $it = $ours->{notificationItems}[0]{NotificationRequestItem};
+@$it{qw(merchantReference pspReference)} = ($s1, 'SAMPLE0000000001');
+$it->{amount}{currency} = 'USD';
+ok(accepted(post('adyen', $sign->($ours))),
+   "the library's sample notification, for one of our deposits: "
+   . '"[accepted]"');
+is($sb->sql1("SELECT mt5_login || ' ' || amount_minor || ' ' || kind FROM "
+             . "mt5credit.mt5_credit WHERE provider_payment_id = "
+             . "'SAMPLE0000000001'"), '1002 32500 deposit',
+   '... credits the deposit: its login, the amount');
+$before = count("mt5_credit WHERE provider = 'adyen'");
+ok(accepted(post('adyen', $sign->($shipped))),
+   '... and as shipped (reference "1143-R2", EUR 325.00): "[accepted]"');
+is(count("mt5_credit WHERE provider = 'adyen'"), $before,
+   '... credits nothing: no deposit of ours');
+like(disposition($shipped->{notificationItems}[0]{NotificationRequestItem}
+                 {pspReference} . ':AUTHORISATION:true'), qr/^case_opened/,
+     '... and opens a case');
 
 # twenty more, signed with the edge's key, through the live edge:
 # "[accepted]" exactly when the library finds every item valid

@@ -9,11 +9,11 @@
 // With KEY (hex), every batch is signed with it (an item "with another
 // key" still with a random one): cases to send to an edge holding KEY.
 //
-// Items are random but repeatable (SEED): references, accounts with
-// spaces and non-ASCII letters, amounts up to 15 digits, fields written
-// with \u escapes, items signed with the key, with another key, changed
-// after signing in a signed field or in an unsigned one.  No field holds
-// ':' (the edge refuses those: the signed string would be ambiguous).
+// Items are random but repeatable (SEED): references and accounts with
+// ':', '\', spaces and non-ASCII letters, an originalReference absent or
+// empty, amounts up to 15 digits, fields written with \u escapes, items
+// signed with the key, with another key, changed after signing in a
+// signed field or in an unsigned one.
 'use strict';
 
 const { hmacValidator: HmacValidator } = require('@adyen/api-library');
@@ -85,13 +85,15 @@ function item() {
                   value: Math.floor(random() * Math.pow(10, 1 + Math.floor(random() * 15))) },
         eventCode: code,
         eventDate: '2026-12-06T10:00:00+01:00',
-        merchantAccountCode: pick(['TestMerchant', 'Merchant 1', 'Broker_EU', 'Händler-Ö', 'Broker 😀']),
-        merchantReference: 'dep_' + chars('0123456789', 6 + Math.floor(random() * 3)),
+        merchantAccountCode: pick(['TestMerchant', 'Merchant 1', 'Broker_EU', 'Händler-Ö', 'Broker 😀',
+                                   'Broker:EU', 'Back\\slash', 'a:\\:b']),
+        merchantReference: pick(['dep_', 'dep_', 'ref:', 'ref\\', '']) + chars('0123456789', 6 + Math.floor(random() * 3)),
         paymentMethod: 'visa',
         pspReference: chars(UPPER, 16),
         success: pick(['true', 'false'])
     };
     if (code !== 'AUTHORISATION' || random() < 0.2) it.originalReference = chars(UPPER, 16);
+    else if (random() < 0.3) it.originalReference = '';
     if (it.amount.value > Number.MAX_SAFE_INTEGER) it.amount.value = 1;
     return it;
 }
