@@ -188,9 +188,8 @@ ngx_mt5_credit_adyen_verify(ngx_http_request_t *r,
                                         item->signed_text.len);
 
         if (src == NGX_MT5_CREDIT_SIG_BAD_SIGNATURE) {
+            /* counted once for the request, when it is answered */
             b->nbad++;
-            ngx_mt5_credit_count_r(r,
-                                   NGX_MT5_CREDIT_STAT_REJECTED_BAD_SIGNATURE);
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                           "mt5_credit: webhook item rejected: provider=%V "
                           "scheme=adyen reason=bad_signature item=%ui/%ui",

@@ -30,12 +30,12 @@ use strict;
 use warnings;
 
 use Test::More;
-use Digest::SHA qw(hmac_sha256_base64);
 use Encode ();
 use JSON::PP qw(decode_json encode_json);
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
+use Mt5Credit::Provider qw(adyen_item adyen_batch);
 
 my $KEY = '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056';
 my $json = JSON::PP->new->canonical;
@@ -69,36 +69,9 @@ $sb->register_account('bob', 1002);
 $sb->psql("INSERT INTO mt5credit.provider_payload VALUES ('adyen', 'adyen'), "
           . "('adyenm', 'adyen_manual')");
 
-# an item as Adyen's documentation lays it out, signed as its libraries
-# sign: the eight fields joined by ':', HMAC-SHA256 with the hex key
-my $psp = 0;
-sub item {
-    my (%f) = @_;
-    my %it = (
-        pspReference => $f{psp} // sprintf('88%014d', ++$psp),
-        merchantAccountCode => 'BrokerEU',
-        merchantReference => $f{ref} // '',
-        amount => { value => $f{value} // 0, currency => $f{currency} // 'USD' },
-        eventCode => $f{code},
-        success => $f{success} // 'true',
-        eventDate => '2026-12-06T10:00:00+01:00',
-        paymentMethod => 'visa',
-        additionalData => { cardHolderName => 'Jane Doe' },
-    );
-    $it{originalReference} = $f{original} if defined $f{original};
-    my $data = join(':', $it{pspReference}, $it{originalReference} // '',
-                    $it{merchantAccountCode}, $it{merchantReference},
-                    $it{amount}{value}, $it{amount}{currency},
-                    $it{eventCode}, $it{success});
-    my $sig = hmac_sha256_base64($data, pack('H*', $f{key} // $KEY));
-    $it{additionalData}{hmacSignature} = $sig . '=' x (-length($sig) % 4);
-    return \%it;
-}
-
-sub batch {
-    return $json->encode({ live => 'false', notificationItems =>
-        [ map { { NotificationRequestItem => $_ } } @_ ] });
-}
+# an item signed with the edge's key unless said otherwise
+sub item { return adyen_item(key => $KEY, @_) }
+sub batch { return adyen_batch(@_) }
 
 sub post {
     my ($provider, $body) = @_;

@@ -11,7 +11,9 @@
 # two people, planned back the way the money came, debited in MT5 first
 # and then paid out through a bank-transfer PSP's payout API (a double of
 # the generic payout rail); a crypto deposit through Coinbase Commerce's
-# own events, confirmed, and one paid short (a case, never a credit); the
+# own events, confirmed, and one paid short (a case, never a credit); a
+# card deposit through Adyen, a batch whose forged item is refused while
+# the others are stored, "[accepted]" when Adyen sends it again; the
 # day's reconciliation
 # against Stripe's settlement file, with its CSV and HTML report, and the
 # cases it opened as a person at the case desk sees them.
@@ -30,13 +32,15 @@ use Mt5Credit::Mt5Sim;
 use Mt5Credit::Worker;
 use Mt5Credit::Settlement;
 use Mt5Credit::Provider qw(stripe_event stripe_headers standard_event
-                           standard_headers coinbase_event hmac_hex);
+                           standard_headers coinbase_event hmac_hex
+                           adyen_item adyen_batch);
 
 $| = 1;
 
 my $stripe_secret = 'whsec_demo_' . join('', map { ('a'..'z')[rand 26] } 1 .. 24);
 my $psp_secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 my $cc_secret = 'cc_demo_' . join('', map { ('a'..'z')[rand 26] } 1 .. 24);
+my $adyen_key = join('', map { ('0'..'9', 'A'..'F')[rand 16] } 1 .. 64);
 
 sub say_step { print "\n== $_[0]\n" }
 sub show {
@@ -52,6 +56,7 @@ my $redis = $sb->start_redis;
 my $stripe_file = $sb->write_file('secrets/stripe', "$stripe_secret\n");
 my $psp_file = $sb->write_file('secrets/acmepay', "$psp_secret\n");
 my $cc_file = $sb->write_file('secrets/coinbase', "$cc_secret\n");
+my $adyen_file = $sb->write_file('secrets/adyen', "$adyen_key\n");
 
 my $port = $sb->start_nginx(<<"HTTP");
     mt5_credit_postgres "%%PG%%";
@@ -75,6 +80,12 @@ my $port = $sb->start_nginx(<<"HTTP");
             mt5_credit_webhook coinbase;
             mt5_credit_signature hmac-sha256 header=X-CC-Webhook-Signature encoding=hex;
             mt5_credit_secret_file $cc_file;
+        }
+
+        location = /webhooks/adyen {
+            mt5_credit_webhook adyen;
+            mt5_credit_signature adyen;
+            mt5_credit_secret_file $adyen_file;
         }
 
         location = /status { mt5_credit_status; }
@@ -176,6 +187,26 @@ $cc->('charge:failed, "250.00" of "300.00" paid',
                      deposit => $short_crypto, price => '300.00',
                      payments => [ [2, '250.00'] ],
                      timeline => [ ['NEW'], ['UNRESOLVED', 'UNDERPAID'] ]));
+
+say_step('a card deposit through Adyen: a batch, each item signed');
+$sb->psql("INSERT INTO mt5credit.provider_payload VALUES ('adyen', 'adyen')");
+my $card = $sb->sql1("SELECT reference FROM mt5credit.create_deposit("
+    . "'alice', 'button-press-0006', 'adyen', 'demo-live', 50001, 15000, "
+    . "'USD')", user => 'portal');
+print "  deposit $card (USD 150.00), automatic capture: an authorisation "
+    . "is the payment\n";
+my $auth = adyen_item(key => $adyen_key, code => 'AUTHORISATION',
+                      ref => $card, value => 15000, psp => 'DEMO000000000001');
+my $raised = adyen_item(key => $adyen_key, code => 'AUTHORISATION',
+                        ref => $card, value => 15000, psp => 'DEMO000000000002');
+$raised->{amount}{value} = 1500000;
+my $report = adyen_item(key => $adyen_key, code => 'REPORT_AVAILABLE',
+                        psp => 'DEMO000000000003');
+show('AUTHORISATION + a forged item + a report',
+     $sb->http('POST', '/webhooks/adyen',
+               body => adyen_batch($auth, $raised, $report)));
+show('Adyen retries, the forged item gone',
+     $sb->http('POST', '/webhooks/adyen', body => adyen_batch($auth, $report)));
 
 say_step('the return page (it can only read)');
 my $st = $sb->psql("SELECT status, coalesce(credit_status, '-') FROM "

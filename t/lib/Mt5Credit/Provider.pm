@@ -1,8 +1,9 @@
 package Mt5Credit::Provider;
 
 # A payment provider simulator for tests and the demo: builds provider
-# events the way Stripe, a Standard Webhooks PSP and Coinbase Commerce
-# send them, and signs them over their exact bytes.
+# events the way Stripe, a Standard Webhooks PSP, Coinbase Commerce and
+# Adyen send them, and signs them as each does (Adyen: each item over
+# its fields; the others over their exact bytes).
 
 use strict;
 use warnings;
@@ -14,7 +15,7 @@ use Exporter 'import';
 
 our @EXPORT_OK = qw(stripe_sign standard_sign hmac_hex stripe_event
                     standard_event stripe_headers standard_headers
-                    coinbase_event);
+                    coinbase_event adyen_item adyen_batch);
 
 my $seq = 0;
 
@@ -191,6 +192,43 @@ sub coinbase_event {
                 payments => \@payments, timeline => \@timeline,
             },
         },
+    });
+}
+
+# An Adyen NotificationRequestItem as its documentation lays it out,
+# signed as its libraries sign: HMAC-SHA256 with the hex key over
+# pspReference:originalReference:merchantAccountCode:merchantReference:
+# value:currency:eventCode:success, base64 in additionalData.
+my $adyen_psp = 0;
+sub adyen_item {
+    my (%f) = @_;
+    my %it = (
+        pspReference => $f{psp} // sprintf('88%08d%06d', $$ % 1e8,
+                                            ++$adyen_psp),
+        merchantAccountCode => $f{account} // 'BrokerEU',
+        merchantReference => $f{ref} // '',
+        amount => { value => $f{value} // 0,
+                    currency => $f{currency} // 'USD' },
+        eventCode => $f{code},
+        success => $f{success} // 'true',
+        eventDate => '2026-12-06T10:00:00+01:00',
+        paymentMethod => 'visa',
+        additionalData => { cardHolderName => 'Jane Doe' },
+    );
+    $it{originalReference} = $f{original} if defined $f{original};
+    my $data = join(':', $it{pspReference}, $it{originalReference} // '',
+                    $it{merchantAccountCode}, $it{merchantReference},
+                    $it{amount}{value}, $it{amount}{currency},
+                    $it{eventCode}, $it{success});
+    my $sig = hmac_sha256_base64($data, pack('H*', $f{key}));
+    $it{additionalData}{hmacSignature} = $sig . '=' x (-length($sig) % 4);
+    return \%it;
+}
+
+# the POST that carries them
+sub adyen_batch {
+    return JSON::PP->new->canonical->encode({ live => 'false',
+        notificationItems => [ map { { NotificationRequestItem => $_ } } @_ ]
     });
 }
 
