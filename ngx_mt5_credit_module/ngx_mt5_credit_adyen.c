@@ -14,6 +14,7 @@
 
 
 #define NGX_MT5_CREDIT_ADYEN_MAX_KEY  64    /* longer keys are not ours */
+#define NGX_MT5_CREDIT_ADYEN_MAX_ID   255   /* webhook_event's check */
 
 
 typedef struct {
@@ -681,6 +682,14 @@ ngx_mt5_credit_adyen_finish(ngx_mt5_credit_adyen_in_t *in,
     parts[4] = f[NGX_MT5_CREDIT_ADYEN_SUCCESS];
 
     ngx_mt5_credit_adyen_join(in, parts, 5, &item->event_id);
+
+    /* what an event id may be (webhook_event's check) */
+
+    if (item->event_id.len > NGX_MT5_CREDIT_ADYEN_MAX_ID) {
+        return ngx_mt5_credit_adyen_fail(in, "an item's pspReference and "
+                                         "eventCode are too long for an "
+                                         "event id");
+    }
 
     return 0;
 }

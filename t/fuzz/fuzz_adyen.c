@@ -85,6 +85,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             || !fuzz_adyen_inside(&items[i].bytes, data, size)
             || !fuzz_adyen_inside(&items[i].signed_text, a.scratch, a.used)
             || !fuzz_adyen_inside(&items[i].event_id, a.scratch, a.used)
+            || items[i].event_id.len > 255
             || !fuzz_adyen_inside(&items[i].signature, a.scratch, a.used))
         {
             abort();
