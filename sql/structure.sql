@@ -7823,8 +7823,16 @@ BEGIN
                            + make_interval(secs => p_lease_seconds),
         next_check_at = NULL,
         look_from = least(coalesce(look_from, v_lost_from), v_lost_from)
-    WHERE status = 'pending';
+    WHERE status IN ('pending', 'unknown');
     GET DIAGNOSTICS credits = ROW_COUNT;
+
+    -- 078: a claim the database still holds may be the lost timeline's
+    -- (its call made, or still on its way to MT5): not swept, so not
+    -- looked up, before a call of that timeline has surely ended
+    UPDATE mt5_credit
+    SET lease_expires_at = greatest(lease_expires_at, clock_timestamp()
+                              + make_interval(secs => p_lease_seconds))
+    WHERE status = 'claimed';
 
     -- 037: which withdrawals the lost timeline may have debited
     INSERT INTO database_rewind (noticed_by, withdrawals_upto, detail,

@@ -240,7 +240,7 @@ mc_rewind_check(mc_rewind_t *r, mc_db_t *db, const char *worker, int lease,
         mc_alert(alert, "database_rewound", id.behind_credit, "the database "
                  "went back in time: %d claim%s kept outside it %s not "
                  "there (credit %" PRId64 " is at attempt %d; timeline %d); "
-                 "%d pending credits are looked up before any call",
+                 "%d open credits are looked up before any call",
                  id.behind, id.behind == 1 ? "" : "s",
                  id.behind == 1 ? "is" : "are", id.behind_credit,
                  id.behind_attempts, id.timeline, marked);

@@ -303,7 +303,7 @@ mc_witness_rewound(mc_worker_t *w, mc_witness_seen_t *seen, int nseen)
              "back in time: MT5 holds deal %" PRIu64 " (%s, login %" PRIu64
              " on %s) of credit %" PRId64 ", which the database holds as "
              "pending at attempt %d; %d such credit%s; %d "
-             "pending credits are looked up before any call", first->ticket,
+             "open credits are looked up before any call", first->ticket,
              first->comment, first->login, first->server, first->id,
              first->attempts, n, n == 1 ? "" : "s", marked);
 

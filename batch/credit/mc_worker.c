@@ -995,7 +995,7 @@ mc_worker_timeline_check(mc_worker_t *w)
         mc_alert(&w->alert, "database_timeline_changed", 0, "the database "
                  "is on timeline %d (system identifier %s), which it had "
                  "not recorded (last recorded: %d): a failover or a "
-                 "restore; %d pending credit%s looked up before any call, "
+                 "restore; %d open credit%s looked up before any call, "
                  "lost events asked for again (rewind %" PRId64 ")",
                  t.timeline, t.system_identifier, t.known_timeline,
                  t.credits, t.credits == 1 ? " is" : "s are", t.rewind);
