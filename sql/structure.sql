@@ -475,6 +475,7 @@ DECLARE
     v_cr    mt5_credit;
     v_new   bigint;
     v_rows  integer;
+    v_from  timestamptz;
 BEGIN
     SELECT * INTO p FROM money_proposal WHERE id = p_proposal FOR UPDATE;
     IF NOT FOUND THEN
@@ -543,6 +544,43 @@ BEGIN
             IF v_rows <> 1 THEN
                 RAISE EXCEPTION 'credit % is % now, no longer failed: '
                                 'nothing re-queued', v_cr.id, v_cr.status
+                    USING ERRCODE = 'MC048';
+            END IF;
+        ELSIF p.action = 'release_hold' THEN
+            -- 079: released, it goes where any new credit goes: to the
+            -- queue, or, within a week of a rewind, to a lookup first (the
+            -- lost timeline may have released and credited it already)
+            v_from := (SELECT min(r.lost_from) FROM database_rewind r
+                       WHERE r.at > clock_timestamp() - interval '7 days');
+            UPDATE mt5_credit
+            SET status = CASE WHEN v_from IS NULL THEN 'pending'
+                              ELSE 'unknown' END,
+                attempts = attempts + CASE WHEN v_from IS NULL THEN 0
+                                           ELSE 1 END,
+                lease_expires_at = CASE WHEN v_from IS NOT NULL
+                                        THEN clock_timestamp() END,
+                next_check_at = NULL,
+                look_from = CASE WHEN v_from IS NOT NULL
+                                 THEN least(coalesce(look_from, v_from),
+                                            v_from)
+                                 ELSE look_from END
+            WHERE id = v_cr.id AND status = 'held';
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows <> 1 THEN
+                RAISE EXCEPTION 'credit % is % now, no longer held: '
+                                'nothing released', v_cr.id, v_cr.status
+                    USING ERRCODE = 'MC048';
+            END IF;
+        ELSIF p.action = 'return_hold' THEN
+            -- 079: never credited; the payment goes back to its source
+            -- through the provider, which a person does there
+            UPDATE mt5_credit
+            SET status = 'failed', next_check_at = NULL
+            WHERE id = v_cr.id AND status = 'held';
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows <> 1 THEN
+                RAISE EXCEPTION 'credit % is % now, no longer held: '
+                                'nothing returned', v_cr.id, v_cr.status
                     USING ERRCODE = 'MC048';
             END IF;
         ELSE
@@ -732,6 +770,14 @@ BEGIN
                             'it has no deal (--evidence)', v_cr.id
                 USING ERRCODE = 'MC048';
         END IF;
+    END IF;
+    -- 079: a hold is released or returned while the credit is held
+    IF p_action IN ('release_hold', 'return_hold')
+       AND v_cr.status <> 'held'
+    THEN
+        RAISE EXCEPTION 'credit % is %: only a held credit is released or '
+                        'returned', v_cr.id, v_cr.status
+            USING ERRCODE = 'MC048';
     END IF;
     IF p_action = 'requeue_credit' AND v_cr.status <> 'failed' THEN
         RAISE EXCEPTION 'credit % is %: only a failed credit can be '
@@ -1796,6 +1842,23 @@ $$;
 ALTER FUNCTION mt5credit.credit_guard_and_log() OWNER TO mt5credit_owner;
 
 --
+-- Name: credit_held_for_fixed(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.credit_held_for_fixed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'credit %: why it was held never changes', OLD.id
+        USING ERRCODE = 'MC011';
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.credit_held_for_fixed() OWNER TO mt5credit_owner;
+
+--
 -- Name: credit_inherit_withdrawal(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -1885,6 +1948,45 @@ $$;
 
 
 ALTER FUNCTION mt5credit.credit_latency_ms(p_created timestamp with time zone, p_done timestamp with time zone) OWNER TO mt5credit_owner;
+
+--
+-- Name: credit_on_hold(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.credit_on_hold() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_detail  text := current_setting('mt5credit.detail', true);
+    v_rows    integer;
+BEGIN
+    PERFORM set_config('mt5credit.detail',
+        (coalesce(nullif(v_detail, ''), '{}')::jsonb
+         || jsonb_build_object('held_for', NEW.held_for))::text, true);
+    UPDATE mt5_credit SET status = 'held'
+    WHERE id = NEW.id AND status = 'pending';
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    PERFORM set_config('mt5credit.detail', coalesce(v_detail, ''), true);
+    IF v_rows <> 1 THEN
+        RAISE EXCEPTION 'credit %: held as it was born, but it was not '
+                        'pending', NEW.id
+            USING ERRCODE = 'MC012';
+    END IF;
+
+    PERFORM open_case('risk_hold', 'medium', 'risk_hold:credit:' || NEW.id,
+                      jsonb_build_object('held_for', NEW.held_for,
+                                         'reference', NEW.reference,
+                                         'mt5_server', NEW.mt5_server,
+                                         'mt5_login', NEW.mt5_login),
+                      NEW.id, NEW.deposit_id, NULL,
+                      NEW.amount_minor, NEW.currency);
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.credit_on_hold() OWNER TO mt5credit_owner;
 
 --
 -- Name: credit_orphan_deal(bigint, integer, bigint, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -7940,6 +8042,371 @@ $$;
 ALTER FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text, p_severity text) OWNER TO mt5credit_owner;
 
 --
+-- Name: risk_check(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_check() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    r         risk_rule;
+    v_client  text;
+    v_since   timestamptz := now() - interval '24 hours';
+    v_n       bigint;
+    v_sum     numeric;
+    v_trips   jsonb := '[]';
+BEGIN
+    -- no rules, nothing to judge: ingest pays one index probe
+    IF NOT EXISTS (SELECT 1 FROM risk_rule) THEN
+        RETURN NEW;
+    END IF;
+
+    SELECT d.client_id INTO STRICT v_client
+    FROM deposit d WHERE d.id = NEW.deposit_id;
+
+    -- a client's deposits are judged one at a time, each seeing the last
+    PERFORM pg_advisory_xact_lock(
+        hashtextextended('mt5credit.risk:' || v_client, 0));
+
+    FOR r IN
+        SELECT * FROM risk_rule k
+        WHERE (k.currency IS NULL OR k.currency = NEW.currency)
+          AND (k.provider IS NULL OR k.provider = NEW.provider)
+        ORDER BY k.rule, k.id
+    LOOP
+        IF r.rule = 'credit_amount' THEN
+            IF NEW.amount_minor > r.limit_minor THEN
+                v_trips := v_trips || risk_trip(r, NEW.amount_minor, NULL);
+            END IF;
+
+        ELSIF r.rule IN ('login_count_24h', 'login_sum_24h') THEN
+            -- this credit and the login's others of the last 24 hours
+            -- that were not refused
+            SELECT count(*) + 1, coalesce(sum(c.amount_minor), 0)
+                                 + NEW.amount_minor
+            INTO v_n, v_sum
+            FROM mt5_credit c
+            WHERE c.mt5_server = NEW.mt5_server
+              AND c.mt5_login = NEW.mt5_login
+              AND c.kind = 'deposit' AND c.status <> 'failed'
+              AND c.created_at > v_since
+              AND (r.currency IS NULL OR c.currency = r.currency)
+              AND (r.provider IS NULL OR c.provider = r.provider);
+            IF r.rule = 'login_count_24h' AND v_n > r.limit_count THEN
+                v_trips := v_trips || risk_trip(r, v_n,
+                    jsonb_build_object('since', v_since));
+            ELSIF r.rule = 'login_sum_24h' AND v_sum > r.limit_minor THEN
+                v_trips := v_trips || risk_trip(r, v_sum,
+                    jsonb_build_object('since', v_since, 'count', v_n));
+            END IF;
+
+        ELSIF r.rule IN ('client_count_24h', 'client_sum_24h') THEN
+            SELECT count(*) + 1, coalesce(sum(c.amount_minor), 0)
+                                 + NEW.amount_minor
+            INTO v_n, v_sum
+            FROM mt5_credit c
+            JOIN deposit d ON d.id = c.deposit_id
+            WHERE d.client_id = v_client
+              AND c.kind = 'deposit' AND c.status <> 'failed'
+              AND c.created_at > v_since
+              AND (r.currency IS NULL OR c.currency = r.currency)
+              AND (r.provider IS NULL OR c.provider = r.provider);
+            IF r.rule = 'client_count_24h' AND v_n > r.limit_count THEN
+                v_trips := v_trips || risk_trip(r, v_n,
+                    jsonb_build_object('since', v_since, 'client', v_client));
+            ELSIF r.rule = 'client_sum_24h' AND v_sum > r.limit_minor THEN
+                v_trips := v_trips || risk_trip(r, v_sum,
+                    jsonb_build_object('since', v_since, 'count', v_n,
+                                       'client', v_client));
+            END IF;
+
+        ELSIF r.rule IN ('first_deposit', 'first_provider') THEN
+            -- first: no deposit of the client has been credited yet (by
+            -- this provider); a held or queued one does not count, so a
+            -- second deposit made while the first waits is held too
+            IF NOT EXISTS (
+                SELECT 1 FROM mt5_credit c
+                JOIN deposit d ON d.id = c.deposit_id
+                WHERE d.client_id = v_client
+                  AND c.kind = 'deposit' AND c.status = 'done'
+                  AND (r.rule = 'first_deposit'
+                       OR c.provider = NEW.provider))
+            THEN
+                v_trips := v_trips || risk_trip(r, NULL,
+                    jsonb_build_object('client', v_client));
+            END IF;
+        END IF;
+    END LOOP;
+
+    IF jsonb_array_length(v_trips) > 0 THEN
+        NEW.held_for := v_trips;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_check() OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_rule_change_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_rule_change_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF (NEW.rule, NEW.currency, NEW.provider, NEW.limit_minor,
+        NEW.limit_count, NEW.remove, NEW.note, NEW.proposed_by,
+        NEW.proposed_at)
+       IS DISTINCT FROM
+       (OLD.rule, OLD.currency, OLD.provider, OLD.limit_minor,
+        OLD.limit_count, OLD.remove, OLD.note, OLD.proposed_by,
+        OLD.proposed_at)
+    THEN
+        RAISE EXCEPTION 'rule change % cannot change after it was made: '
+                        'withdraw it and propose again', OLD.id
+            USING ERRCODE = 'MC040';
+    END IF;
+    IF OLD.status <> 'proposed' THEN
+        RAISE EXCEPTION 'rule change % was already %', OLD.id, OLD.status
+            USING ERRCODE = 'MC041';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_rule_change_guard() OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_rule_decide(bigint, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_rule_decide(p_change bigint, p_decision text, p_note text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    c       risk_rule_change;
+    v_old   risk_rule;
+    v_rule  bigint;
+BEGIN
+    SELECT * INTO c FROM risk_rule_change WHERE id = p_change FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no rule change %', p_change USING ERRCODE = 'MC044';
+    END IF;
+    IF c.status <> 'proposed' THEN
+        RAISE EXCEPTION 'rule change % was already %', c.id, c.status
+            USING ERRCODE = 'MC041';
+    END IF;
+    IF p_decision NOT IN ('approve', 'reject', 'withdraw') THEN
+        RAISE EXCEPTION 'decide how? "%"', p_decision USING ERRCODE = 'MC047';
+    END IF;
+    IF p_decision = 'withdraw' AND c.proposed_by <> mt5credit.person() THEN
+        RAISE EXCEPTION 'only % may withdraw rule change %', c.proposed_by,
+                        c.id
+            USING ERRCODE = 'MC049';
+    END IF;
+    IF p_decision <> 'withdraw' AND c.proposed_by = mt5credit.person() THEN
+        RAISE EXCEPTION 'two-person rule: % proposed this and cannot % it; '
+                        'another person must decide', mt5credit.person(),
+                        p_decision
+            USING ERRCODE = 'MC049';
+    END IF;
+
+    IF p_decision = 'approve' THEN
+        SELECT * INTO v_old FROM risk_rule r
+        WHERE r.rule = c.rule
+          AND r.currency IS NOT DISTINCT FROM c.currency
+          AND r.provider IS NOT DISTINCT FROM c.provider
+        FOR UPDATE;
+
+        IF c.remove THEN
+            IF v_old.id IS NULL THEN
+                RAISE EXCEPTION 'rule change %: no such rule is in force '
+                                'any more', c.id
+                    USING ERRCODE = 'MC048';
+            END IF;
+            DELETE FROM risk_rule WHERE id = v_old.id;
+        ELSE
+            INSERT INTO risk_rule (rule, currency, provider, limit_minor,
+                                   limit_count, change_id)
+            VALUES (c.rule, c.currency, c.provider, c.limit_minor,
+                    c.limit_count, c.id)
+            ON CONFLICT (rule, currency, provider) DO UPDATE
+            SET limit_minor = EXCLUDED.limit_minor,
+                limit_count = EXCLUDED.limit_count,
+                change_id = EXCLUDED.change_id
+            RETURNING id INTO v_rule;
+        END IF;
+    END IF;
+
+    UPDATE risk_rule_change
+    SET status = CASE p_decision WHEN 'approve' THEN 'approved'
+                                 WHEN 'reject' THEN 'rejected'
+                                 ELSE 'withdrawn' END,
+        decided_by = mt5credit.person(), decided_at = clock_timestamp(),
+        decision_note = p_note,
+        rule_before = CASE WHEN v_old.id IS NOT NULL
+                           THEN to_jsonb(v_old) END
+    WHERE id = c.id AND status = 'proposed';
+    RETURN v_rule;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_rule_decide(p_change bigint, p_decision text, p_note text) OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_rule_propose(text, text, text, text, boolean, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_rule_propose(p_rule text, p_currency text, p_provider text, p_limit text, p_remove boolean, p_note text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $_$
+DECLARE
+    v_minor  bigint;
+    v_count  integer;
+    v_num    numeric;
+    v_id     bigint;
+BEGIN
+    IF coalesce(p_remove, false) THEN
+        IF p_limit IS NOT NULL THEN
+            RAISE EXCEPTION 'removing a rule takes no limit'
+                USING ERRCODE = 'MC048';
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM risk_rule r
+                       WHERE r.rule = p_rule
+                         AND r.currency IS NOT DISTINCT FROM p_currency
+                         AND r.provider IS NOT DISTINCT FROM p_provider)
+        THEN
+            RAISE EXCEPTION 'no rule % for currency % and provider % to '
+                            'remove', p_rule, coalesce(p_currency, 'any'),
+                            coalesce(p_provider, 'any')
+                USING ERRCODE = 'MC048';
+        END IF;
+    ELSIF p_rule IN ('credit_amount', 'login_sum_24h', 'client_sum_24h') THEN
+        -- major units, exactly: 12.345 USD is refused, not rounded
+        IF p_limit IS NULL OR p_limit !~ '^[0-9]{1,15}(\.[0-9]{1,8})?$' THEN
+            RAISE EXCEPTION 'rule % needs an amount like 5000.00, not "%"',
+                            p_rule, coalesce(p_limit, '')
+                USING ERRCODE = 'MC048';
+        END IF;
+        v_num := major_to_minor(p_limit::numeric, p_currency);
+        IF v_num IS NULL THEN
+            RAISE EXCEPTION 'rule % needs a known currency, not "%"',
+                            p_rule, coalesce(p_currency, '')
+                USING ERRCODE = 'MC048';
+        END IF;
+        IF v_num <> trunc(v_num) OR v_num <= 0 THEN
+            RAISE EXCEPTION '% is not a positive amount in whole minor '
+                            'units of %', p_limit, p_currency
+                USING ERRCODE = 'MC048';
+        END IF;
+        v_minor := v_num::bigint;
+    ELSIF p_rule IN ('login_count_24h', 'client_count_24h') THEN
+        IF p_limit IS NULL OR p_limit !~ '^[1-9][0-9]{0,5}$' THEN
+            RAISE EXCEPTION 'rule % needs a count like 3, not "%"',
+                            p_rule, coalesce(p_limit, '')
+                USING ERRCODE = 'MC048';
+        END IF;
+        v_count := p_limit::integer;
+    ELSIF p_rule IN ('first_deposit', 'first_provider') THEN
+        IF p_limit IS NOT NULL THEN
+            RAISE EXCEPTION 'rule % takes no limit', p_rule
+                USING ERRCODE = 'MC048';
+        END IF;
+    ELSE
+        RAISE EXCEPTION 'no risk rule "%"', coalesce(p_rule, '')
+            USING ERRCODE = 'MC048';
+    END IF;
+
+    INSERT INTO risk_rule_change (rule, currency, provider, limit_minor,
+                                  limit_count, remove, note, proposed_by)
+    VALUES (p_rule, p_currency, p_provider, v_minor, v_count,
+            coalesce(p_remove, false), p_note, mt5credit.person())
+    RETURNING id INTO v_id;
+    RETURN v_id;
+END
+$_$;
+
+
+ALTER FUNCTION mt5credit.risk_rule_propose(p_rule text, p_currency text, p_provider text, p_limit text, p_remove boolean, p_note text) OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_rules(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_rules() RETURNS TABLE(rule text, currency text, provider text, limit_text text, change_id bigint, proposed_by text, approved_by text, approved_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT r.rule, r.currency, r.provider,
+           coalesce(r.limit_count::text,
+                    trim_scale(r.limit_minor
+                               / (10::numeric ^ k.minor_digits))::text),
+           r.change_id, c.proposed_by, c.decided_by, c.decided_at
+    FROM risk_rule r
+    JOIN risk_rule_change c ON c.id = r.change_id
+    LEFT JOIN currency k ON k.code = r.currency
+    ORDER BY r.rule, r.currency NULLS FIRST, r.provider NULLS FIRST
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_rules() OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_rule; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.risk_rule (
+    id bigint NOT NULL,
+    rule text NOT NULL,
+    currency text,
+    provider text,
+    limit_minor bigint,
+    limit_count integer,
+    change_id bigint NOT NULL,
+    CONSTRAINT risk_rule_check CHECK (((limit_minor IS NOT NULL) = (rule = ANY (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text])))),
+    CONSTRAINT risk_rule_check1 CHECK (((limit_count IS NOT NULL) = (rule = ANY (ARRAY['login_count_24h'::text, 'client_count_24h'::text])))),
+    CONSTRAINT risk_rule_check2 CHECK (((rule <> ALL (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text])) OR (currency IS NOT NULL))),
+    CONSTRAINT risk_rule_limit_count_check CHECK ((limit_count > 0)),
+    CONSTRAINT risk_rule_limit_minor_check CHECK ((limit_minor > 0))
+);
+
+
+ALTER TABLE mt5credit.risk_rule OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE risk_rule; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.risk_rule IS 'The risk rules in force (079): each applies to deposits credited in its currency and through its provider, NULL meaning any.  A rule''s limit is the most that passes.';
+
+
+--
+-- Name: risk_trip(mt5credit.risk_rule, numeric, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_trip(r mt5credit.risk_rule, p_observed numeric, p_detail jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT jsonb_strip_nulls(jsonb_build_object(
+               'rule', r.rule, 'rule_id', r.id, 'change', r.change_id,
+               'currency', r.currency, 'provider', r.provider,
+               'limit_minor', r.limit_minor, 'limit_count', r.limit_count,
+               'observed', p_observed))
+           || coalesce(p_detail, '{}')
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_trip(r mt5credit.risk_rule, p_observed numeric, p_detail jsonb) OWNER TO mt5credit_owner;
+
+--
 -- Name: rule_facts(text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -8097,7 +8564,7 @@ CREATE TABLE mt5credit.money_proposal (
     decision_note text,
     result_credit_id bigint,
     deal_ticket bigint,
-    CONSTRAINT money_proposal_action_check CHECK ((action = ANY (ARRAY['requeue_credit'::text, 'correcting_credit'::text, 'correcting_debit'::text, 'settle_failed'::text, 'settle_done'::text]))),
+    CONSTRAINT money_proposal_action_check CHECK ((action = ANY (ARRAY['requeue_credit'::text, 'correcting_credit'::text, 'correcting_debit'::text, 'settle_failed'::text, 'settle_done'::text, 'release_hold'::text, 'return_hold'::text]))),
     CONSTRAINT money_proposal_amount_for_corrections CHECK (((action = ANY (ARRAY['correcting_credit'::text, 'correcting_debit'::text])) = ((amount_minor IS NOT NULL) AND (currency IS NOT NULL)))),
     CONSTRAINT money_proposal_amount_minor_check CHECK ((amount_minor > 0)),
     CONSTRAINT money_proposal_check1 CHECK (((status = 'proposed'::text) = ((decided_by IS NULL) AND (decided_at IS NULL)))),
@@ -9901,8 +10368,15 @@ CREATE FUNCTION mt5credit.work_status() RETURNS TABLE(metric text, kind text, st
     SELECT 'oldest_age_seconds', NULL, c.status,
            coalesce(extract(epoch FROM now() - min(c.created_at)), 0)
     FROM mt5_credit c
-    WHERE c.status IN ('pending', 'claimed', 'unknown')
+    WHERE c.status IN ('pending', 'claimed', 'unknown', 'held')
     GROUP BY c.status
+    UNION ALL
+    -- 079: credits held, by the rule that held them (one credit under
+    -- each rule it tripped) and where they are now
+    SELECT 'holds', r->>'rule', c.status, count(*)::double precision
+    FROM mt5_credit c, jsonb_array_elements(c.held_for) r
+    WHERE c.held_for IS NOT NULL
+    GROUP BY r->>'rule', c.status
     UNION ALL
     SELECT 'open_cases', k.kind, k.severity, count(*)::double precision
     FROM "case" k WHERE k.status <> 'resolved'
@@ -10560,6 +11034,7 @@ CASE
     END || mt5credit.payment_reference_key(provider, provider_payment_id))
 END) STORED NOT NULL,
     look_from timestamp with time zone,
+    held_for jsonb,
     CONSTRAINT mt5_credit_amount_minor_check CHECK ((amount_minor > 0)),
     CONSTRAINT mt5_credit_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT mt5_credit_check1 CHECK (((kind <> 'deposit'::text) OR (direction = 'credit'::text))),
@@ -10570,9 +11045,11 @@ END) STORED NOT NULL,
     CONSTRAINT mt5_credit_check6 CHECK (((paid_currency <> currency) OR (paid_amount_minor = amount_minor))),
     CONSTRAINT mt5_credit_check7 CHECK (((status = 'done'::text) = (mt5_deal_ticket IS NOT NULL))),
     CONSTRAINT mt5_credit_check8 CHECK (((status <> 'claimed'::text) OR ((claimed_at IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (claimed_by IS NOT NULL)))),
-    CONSTRAINT mt5_credit_check9 CHECK (((status = 'pending'::text) OR (attempts > 0))),
+    CONSTRAINT mt5_credit_check9 CHECK (((status = ANY (ARRAY['pending'::text, 'held'::text])) OR (attempts > 0) OR ((status = 'failed'::text) AND (held_for IS NOT NULL)))),
     CONSTRAINT mt5_credit_direction_check CHECK ((direction = ANY (ARRAY['credit'::text, 'debit'::text]))),
     CONSTRAINT mt5_credit_fx_rate_check CHECK ((fx_rate > (0)::numeric)),
+    CONSTRAINT mt5_credit_held_for_shape CHECK (((held_for IS NULL) OR ((kind = 'deposit'::text) AND (jsonb_typeof(held_for) = 'array'::text) AND (jsonb_array_length(held_for) > 0)))),
+    CONSTRAINT mt5_credit_held_has_reason CHECK (((status <> 'held'::text) OR (held_for IS NOT NULL))),
     CONSTRAINT mt5_credit_kind_check CHECK ((kind = ANY (ARRAY['deposit'::text, 'refund'::text, 'chargeback'::text, 'correction'::text, 'withdrawal'::text]))),
     CONSTRAINT mt5_credit_mt5_deal_ticket_check CHECK ((mt5_deal_ticket > 0)),
     CONSTRAINT mt5_credit_mt5_login_check CHECK ((mt5_login > 0)),
@@ -10582,7 +11059,7 @@ END) STORED NOT NULL,
     CONSTRAINT mt5_credit_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT mt5_credit_provider_payment_id_check CHECK (((length(provider_payment_id) >= 1) AND (length(provider_payment_id) <= 255))),
     CONSTRAINT mt5_credit_reference_form_check CHECK ((reference_form = ANY (ARRAY[1, 2]))),
-    CONSTRAINT mt5_credit_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'claimed'::text, 'unknown'::text, 'done'::text, 'failed'::text]))),
+    CONSTRAINT mt5_credit_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'claimed'::text, 'unknown'::text, 'done'::text, 'failed'::text, 'held'::text]))),
     CONSTRAINT mt5_credit_withdrawal_parent CHECK ((((kind = 'withdrawal'::text) AND (direction = 'debit'::text) AND (withdrawal_id IS NOT NULL)) OR ((kind <> 'withdrawal'::text) AND ((withdrawal_id IS NULL) OR (kind = 'correction'::text)))))
 );
 
@@ -10636,6 +11113,13 @@ COMMENT ON COLUMN mt5credit.mt5_credit.reference IS 'The compact reference in th
 --
 
 COMMENT ON COLUMN mt5credit.mt5_credit.look_from IS 'Where a lookup of its deal starts when that is before it was made: the lost timeline of a rewind (066); NULL: a lookback before created_at';
+
+
+--
+-- Name: COLUMN mt5_credit.held_for; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.mt5_credit.held_for IS 'The risk rules a deposit''s credit tripped as it was born, each with the figures that tripped it (079); NULL: none.  Never changes.';
 
 
 --
@@ -11380,6 +11864,79 @@ ALTER TABLE mt5credit.refund_window OWNER TO mt5credit_owner;
 --
 
 COMMENT ON TABLE mt5credit.refund_window IS 'How long after a payment each provider can still refund it; a provider absent here refunds nothing (configuration: the schema owner edits it).';
+
+
+--
+-- Name: risk_rule_change; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.risk_rule_change (
+    id bigint NOT NULL,
+    rule text NOT NULL,
+    currency text,
+    provider text,
+    limit_minor bigint,
+    limit_count integer,
+    remove boolean DEFAULT false NOT NULL,
+    note text NOT NULL,
+    proposed_by text NOT NULL,
+    proposed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    status text DEFAULT 'proposed'::text NOT NULL,
+    decided_by text,
+    decided_at timestamp with time zone,
+    decision_note text,
+    rule_before jsonb,
+    CONSTRAINT risk_rule_change_check CHECK ((remove OR ((limit_minor IS NOT NULL) = (rule = ANY (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text]))))),
+    CONSTRAINT risk_rule_change_check1 CHECK ((remove OR ((limit_count IS NOT NULL) = (rule = ANY (ARRAY['login_count_24h'::text, 'client_count_24h'::text]))))),
+    CONSTRAINT risk_rule_change_check2 CHECK (((NOT remove) OR ((limit_minor IS NULL) AND (limit_count IS NULL)))),
+    CONSTRAINT risk_rule_change_check3 CHECK (((rule <> ALL (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text])) OR (currency IS NOT NULL))),
+    CONSTRAINT risk_rule_change_check4 CHECK (((status = 'proposed'::text) = ((decided_by IS NULL) AND (decided_at IS NULL)))),
+    CONSTRAINT risk_rule_change_check5 CHECK (((status <> 'withdrawn'::text) OR (decided_by = proposed_by))),
+    CONSTRAINT risk_rule_change_four_eyes CHECK (((status = ANY (ARRAY['proposed'::text, 'withdrawn'::text])) OR (decided_by <> proposed_by))),
+    CONSTRAINT risk_rule_change_limit_count_check CHECK ((limit_count > 0)),
+    CONSTRAINT risk_rule_change_limit_minor_check CHECK ((limit_minor > 0)),
+    CONSTRAINT risk_rule_change_note_check CHECK (((length(note) >= 1) AND (length(note) <= 4000))),
+    CONSTRAINT risk_rule_change_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
+    CONSTRAINT risk_rule_change_rule_check CHECK ((rule = ANY (ARRAY['credit_amount'::text, 'login_count_24h'::text, 'login_sum_24h'::text, 'client_count_24h'::text, 'client_sum_24h'::text, 'first_deposit'::text, 'first_provider'::text]))),
+    CONSTRAINT risk_rule_change_status_check CHECK ((status = ANY (ARRAY['proposed'::text, 'approved'::text, 'rejected'::text, 'withdrawn'::text])))
+);
+
+
+ALTER TABLE mt5credit.risk_rule_change OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE risk_rule_change; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.risk_rule_change IS 'Every change to a risk rule, proposed by one person and approved or rejected by another (079); the history of the rules.';
+
+
+--
+-- Name: risk_rule_change_id_seq; Type: SEQUENCE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE mt5credit.risk_rule_change ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME mt5credit.risk_rule_change_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: risk_rule_id_seq; Type: SEQUENCE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE mt5credit.risk_rule ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME mt5credit.risk_rule_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -12210,6 +12767,30 @@ ALTER TABLE ONLY mt5credit.refund_window
 
 
 --
+-- Name: risk_rule_change risk_rule_change_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.risk_rule_change
+    ADD CONSTRAINT risk_rule_change_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: risk_rule risk_rule_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.risk_rule
+    ADD CONSTRAINT risk_rule_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: risk_rule risk_rule_rule_currency_provider_key; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.risk_rule
+    ADD CONSTRAINT risk_rule_rule_currency_provider_key UNIQUE NULLS NOT DISTINCT (rule, currency, provider);
+
+
+--
 -- Name: schema_migration schema_migration_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5
 --
 
@@ -12826,6 +13407,13 @@ CREATE TRIGGER mt5_credit_guard_and_log BEFORE UPDATE ON mt5credit.mt5_credit FO
 
 
 --
+-- Name: mt5_credit mt5_credit_held_for_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER mt5_credit_held_for_fixed BEFORE UPDATE OF held_for ON mt5credit.mt5_credit FOR EACH ROW WHEN ((old.held_for IS DISTINCT FROM new.held_for)) EXECUTE FUNCTION mt5credit.credit_held_for_fixed();
+
+
+--
 -- Name: mt5_credit mt5_credit_inherit_withdrawal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -12854,6 +13442,13 @@ CREATE TRIGGER mt5_credit_no_truncate BEFORE TRUNCATE ON mt5credit.mt5_credit FO
 
 
 --
+-- Name: mt5_credit mt5_credit_on_hold; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER mt5_credit_on_hold AFTER INSERT ON mt5credit.mt5_credit FOR EACH ROW WHEN ((new.held_for IS NOT NULL)) EXECUTE FUNCTION mt5credit.credit_on_hold();
+
+
+--
 -- Name: mt5_credit mt5_credit_payment_after_rewind; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -12865,6 +13460,13 @@ CREATE TRIGGER mt5_credit_payment_after_rewind AFTER INSERT ON mt5credit.mt5_cre
 --
 
 CREATE TRIGGER mt5_credit_payout_after_debit AFTER UPDATE OF status ON mt5credit.mt5_credit FOR EACH ROW WHEN (((new.kind = 'withdrawal'::text) AND (new.status = 'done'::text) AND (old.status <> 'done'::text))) EXECUTE FUNCTION mt5credit.payout_after_debit();
+
+
+--
+-- Name: mt5_credit mt5_credit_risk_check; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER mt5_credit_risk_check BEFORE INSERT ON mt5credit.mt5_credit FOR EACH ROW WHEN ((new.kind = 'deposit'::text)) EXECUTE FUNCTION mt5credit.risk_check();
 
 
 --
@@ -13054,6 +13656,27 @@ CREATE TRIGGER reversal_check_failed AFTER UPDATE OF status ON mt5credit.mt5_cre
 --
 
 CREATE TRIGGER reversal_check_insert AFTER INSERT ON mt5credit.mt5_credit FOR EACH ROW WHEN (((new.original_credit_id IS NOT NULL) AND (new.kind = ANY (ARRAY['refund'::text, 'chargeback'::text])))) EXECUTE FUNCTION mt5credit.reversal_check();
+
+
+--
+-- Name: risk_rule_change risk_rule_change_guard; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER risk_rule_change_guard BEFORE UPDATE ON mt5credit.risk_rule_change FOR EACH ROW EXECUTE FUNCTION mt5credit.risk_rule_change_guard();
+
+
+--
+-- Name: risk_rule_change risk_rule_change_no_delete; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER risk_rule_change_no_delete BEFORE DELETE ON mt5credit.risk_rule_change FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: risk_rule_change risk_rule_change_no_truncate; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER risk_rule_change_no_truncate BEFORE TRUNCATE ON mt5credit.risk_rule_change FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.refuse_change();
 
 
 --
@@ -13567,6 +14190,30 @@ ALTER TABLE ONLY mt5credit.recon_run
 
 
 --
+-- Name: risk_rule_change risk_rule_change_currency_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.risk_rule_change
+    ADD CONSTRAINT risk_rule_change_currency_fkey FOREIGN KEY (currency) REFERENCES mt5credit.currency(code);
+
+
+--
+-- Name: risk_rule risk_rule_change_id_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.risk_rule
+    ADD CONSTRAINT risk_rule_change_id_fkey FOREIGN KEY (change_id) REFERENCES mt5credit.risk_rule_change(id);
+
+
+--
+-- Name: risk_rule risk_rule_currency_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.risk_rule
+    ADD CONSTRAINT risk_rule_currency_fkey FOREIGN KEY (currency) REFERENCES mt5credit.currency(code);
+
+
+--
 -- Name: settle_verification settle_verification_credit_id_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13961,6 +14608,13 @@ REVOKE ALL ON FUNCTION mt5credit.credit_guard_and_log() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION credit_held_for_fixed(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.credit_held_for_fixed() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION credit_inherit_withdrawal(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13986,6 +14640,13 @@ REVOKE ALL ON FUNCTION mt5credit.credit_latency_le(p_ms bigint) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.credit_latency_ms(p_created timestamp with time zone, p_done timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION credit_on_hold(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.credit_on_hold() FROM PUBLIC;
 
 
 --
@@ -14983,6 +15644,52 @@ REVOKE ALL ON FUNCTION mt5credit.rewind_begin(p_worker text, p_lease_seconds int
 --
 
 REVOKE ALL ON FUNCTION mt5credit.rewind_recover(p_rewind bigint, p_lost_from timestamp with time zone, p_worker text, p_severity text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION risk_check(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_check() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION risk_rule_change_guard(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_rule_change_guard() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION risk_rule_decide(p_change bigint, p_decision text, p_note text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_rule_decide(p_change bigint, p_decision text, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.risk_rule_decide(p_change bigint, p_decision text, p_note text) TO mt5credit_operator;
+
+
+--
+-- Name: FUNCTION risk_rule_propose(p_rule text, p_currency text, p_provider text, p_limit text, p_remove boolean, p_note text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_rule_propose(p_rule text, p_currency text, p_provider text, p_limit text, p_remove boolean, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.risk_rule_propose(p_rule text, p_currency text, p_provider text, p_limit text, p_remove boolean, p_note text) TO mt5credit_operator;
+
+
+--
+-- Name: FUNCTION risk_rules(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_rules() FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.risk_rules() TO mt5credit_operator;
+GRANT ALL ON FUNCTION mt5credit.risk_rules() TO mt5credit_reader;
+
+
+--
+-- Name: FUNCTION risk_trip(r mt5credit.risk_rule, p_observed numeric, p_detail jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_trip(r mt5credit.risk_rule, p_observed numeric, p_detail jsonb) FROM PUBLIC;
 
 
 --

@@ -41,6 +41,9 @@ static const mc_status_metric_t  mc_status_metrics[] = {
       "mt5credit_credits_done_total", "counter",
       "Credits whose deal was recorded, by kind, counted once each as "
       "they became done.", "kind", NULL },
+    { "holds", "mt5credit_holds", "mt5credit_holds", "gauge",
+      "Deposit credits a risk rule held, by the rule (a credit under each "
+      "rule it tripped) and their status now.", "rule", "status" },
     { "latency_bucket", "mt5credit_credit_latency_seconds_bucket",
       "mt5credit_credit_latency_seconds", "histogram",
       "Seconds from a credit's intent to its recorded deal, every credit "
