@@ -376,6 +376,7 @@ bench: deps all bench-peer
 	t/run-as-tester perl t/bench/worker_bench.pl
 	t/run-as-tester perl t/bench/recon_bench.pl
 	t/run-as-tester perl t/bench/growth_bench.pl
+	t/run-as-tester perl t/bench/risk_bench.pl
 
 # libFuzzer targets (t/fuzz/), with ASan and UBSan: the signature parsers
 # and check, the module's body assembly, the MT5 answer readers, the

@@ -22,6 +22,7 @@
 
 #include "mc_alert.h"
 #include "mc_cases.h"
+#include "mc_risk.h"
 #include "mc_events.h"
 #include "mc_pause.h"
 #include "mc_persons.h"
@@ -193,6 +194,12 @@ static const mc_command_t  mc_commands[] = {
     { "cases", mc_cmd_cases, "<action> [options]",
       "the case desk: list, show, assign, note, resolve, and the\n"
       "two-person money actions",
+      NULL, 0, NULL, NULL },
+
+    { "risk", mc_cmd_cases, "<action> [options]",
+      "the risk rules that hold a deposit's credit for two\n"
+      "people before MT5: rules, changes, propose (one person),\n"
+      "approve (another)",
       NULL, 0, NULL, NULL },
 
     { "withdrawals", mc_cmd_cases, "<action> [options]",
@@ -841,7 +848,7 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
     mc_config_t  *cfg;
 
     /* --config and --database are ours; the rest is the desk's (cases,
-       withdrawals, events, pause, resume, persons) */
+       risk, withdrawals, events, pause, resume, persons) */
     path = NULL;
     database = NULL;
 
@@ -882,6 +889,9 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
 
     } else if (strcmp(cmd->name, "withdrawals") == 0) {
         rc = mc_withdrawals_main(argc, argv, database);
+
+    } else if (strcmp(cmd->name, "risk") == 0) {
+        rc = mc_risk_main(argc, argv, database);
 
     } else if (strcmp(cmd->name, "persons") == 0) {
         rc = mc_persons_main(argc, argv, database);

@@ -1959,8 +1959,13 @@ CREATE FUNCTION mt5credit.credit_on_hold() RETURNS trigger
     AS $$
 DECLARE
     v_detail  text := current_setting('mt5credit.detail', true);
+    v_actor   text := current_setting('mt5credit.actor', true);
     v_rows    integer;
 BEGIN
+    -- the inserter's transaction: its actor and detail are put back
+    -- after; in an ingest_batch(), the element's own actor (062's map)
+    PERFORM set_config('mt5credit.actor',
+        coalesce(batch_entry('c' || NEW.id::text), v_actor, ''), true);
     PERFORM set_config('mt5credit.detail',
         (coalesce(nullif(v_detail, ''), '{}')::jsonb
          || jsonb_build_object('held_for', NEW.held_for))::text, true);
@@ -1968,6 +1973,7 @@ BEGIN
     WHERE id = NEW.id AND status = 'pending';
     GET DIAGNOSTICS v_rows = ROW_COUNT;
     PERFORM set_config('mt5credit.detail', coalesce(v_detail, ''), true);
+    PERFORM set_config('mt5credit.actor', coalesce(v_actor, ''), true);
     IF v_rows <> 1 THEN
         RAISE EXCEPTION 'credit %: held as it was born, but it was not '
                         'pending', NEW.id
@@ -8102,16 +8108,21 @@ BEGIN
             END IF;
 
         ELSIF r.rule IN ('client_count_24h', 'client_sum_24h') THEN
+            -- from the client's deposits to their credits, never the
+            -- other way (the day's every credit): OFFSET 0 keeps the
+            -- planner from turning it round
             SELECT count(*) + 1, coalesce(sum(c.amount_minor), 0)
                                  + NEW.amount_minor
             INTO v_n, v_sum
-            FROM mt5_credit c
-            JOIN deposit d ON d.id = c.deposit_id
-            WHERE d.client_id = v_client
-              AND c.kind = 'deposit' AND c.status <> 'failed'
-              AND c.created_at > v_since
-              AND (r.currency IS NULL OR c.currency = r.currency)
-              AND (r.provider IS NULL OR c.provider = r.provider);
+            FROM deposit d
+            CROSS JOIN LATERAL (
+                SELECT k.amount_minor FROM mt5_credit k
+                WHERE k.deposit_id = d.id AND k.kind = 'deposit'
+                  AND k.status <> 'failed' AND k.created_at > v_since
+                  AND (r.currency IS NULL OR k.currency = r.currency)
+                  AND (r.provider IS NULL OR k.provider = r.provider)
+                OFFSET 0) c
+            WHERE d.client_id = v_client;
             IF r.rule = 'client_count_24h' AND v_n > r.limit_count THEN
                 v_trips := v_trips || risk_trip(r, v_n,
                     jsonb_build_object('since', v_since, 'client', v_client));
@@ -8126,12 +8137,15 @@ BEGIN
             -- this provider); a held or queued one does not count, so a
             -- second deposit made while the first waits is held too
             IF NOT EXISTS (
-                SELECT 1 FROM mt5_credit c
-                JOIN deposit d ON d.id = c.deposit_id
-                WHERE d.client_id = v_client
-                  AND c.kind = 'deposit' AND c.status = 'done'
-                  AND (r.rule = 'first_deposit'
-                       OR c.provider = NEW.provider))
+                SELECT 1 FROM deposit d
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM mt5_credit k
+                    WHERE k.deposit_id = d.id AND k.kind = 'deposit'
+                      AND k.status = 'done'
+                      AND (r.rule = 'first_deposit'
+                           OR k.provider = NEW.provider)
+                    OFFSET 0) c
+                WHERE d.client_id = v_client)
             THEN
                 v_trips := v_trips || risk_trip(r, NULL,
                     jsonb_build_object('client', v_client));
@@ -8180,6 +8194,29 @@ $$;
 
 
 ALTER FUNCTION mt5credit.risk_rule_change_guard() OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_rule_changes(integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_rule_changes(p_limit integer) RETURNS TABLE(id bigint, status text, rule text, currency text, provider text, limit_text text, remove boolean, note text, proposed_by text, proposed_at timestamp with time zone, decided_by text, decided_at timestamp with time zone, decision_note text, rule_before jsonb)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT c.id, c.status, c.rule, c.currency, c.provider,
+           coalesce(c.limit_count::text,
+                    trim_scale(c.limit_minor
+                               / (10::numeric ^ k.minor_digits))::text),
+           c.remove, c.note, c.proposed_by, c.proposed_at, c.decided_by,
+           c.decided_at, c.decision_note, c.rule_before
+    FROM risk_rule_change c
+    LEFT JOIN currency k ON k.code = c.currency
+    ORDER BY c.id DESC
+    LIMIT least(greatest(coalesce(p_limit, 50), 1), 1000)
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_rule_changes(p_limit integer) OWNER TO mt5credit_owner;
 
 --
 -- Name: risk_rule_decide(bigint, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -13078,6 +13115,13 @@ CREATE INDEX mt5_credit_created_idx ON mt5credit.mt5_credit USING btree (created
 
 
 --
+-- Name: mt5_credit_login_deposits_idx; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE INDEX mt5_credit_login_deposits_idx ON mt5credit.mt5_credit USING btree (mt5_server, mt5_login, created_at) WHERE (kind = 'deposit'::text);
+
+
+--
 -- Name: mt5_credit_one_per_deposit; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -15658,6 +15702,15 @@ REVOKE ALL ON FUNCTION mt5credit.risk_check() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.risk_rule_change_guard() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION risk_rule_changes(p_limit integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_rule_changes(p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.risk_rule_changes(p_limit integer) TO mt5credit_operator;
+GRANT ALL ON FUNCTION mt5credit.risk_rule_changes(p_limit integer) TO mt5credit_reader;
 
 
 --

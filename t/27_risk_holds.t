@@ -37,6 +37,12 @@ sub desk {
                                   "$db user=$who", @args);
 }
 
+sub risk {
+    my ($who, @args) = @_;
+    return Mt5Credit::Worker::run($sb, 'risk', '--database',
+                                  "$db user=$who", @args);
+}
+
 sub as {
     my ($who, $sql) = @_;
     return $sb->psql($sql, user => $who, may_fail => 1, raw => 1);
@@ -143,6 +149,33 @@ rule('client_sum_24h', 'USD', undef, '3000.00');
 rule('credit_amount', 'JPY', undef, '100000');
 rule('credit_amount', 'USD', 'checkout', '10.00');
 
+# the same through the program
+($rc, $out) = risk('ops_alice', 'propose', 'first_provider', '--provider',
+                   'adyen', '--note', 'new card rail: first deposits looked at');
+is($rc, 0, 'mt5credit risk propose') or diag $out;
+my ($pc) = $out =~ /rule change (\d+) proposed/;
+($rc, $out) = risk('ops_alice', 'approve', $pc);
+isnt($rc, 0, '... not approved by its proposer');
+like($out, qr/two-person rule/, '... and told why');
+($rc, $out) = risk('ops_bob', 'approve', $pc, '--note', 'agreed');
+is($rc, 0, 'mt5credit risk approve, by another person') or diag $out;
+($rc, $out) = risk('ops_alice', 'propose', 'login_sum_24h', '--limit', '10',
+                   '--note', 'no currency');
+isnt($rc, 0, 'an amount rule without a currency is refused');
+($rc, $out) = risk('ops_alice', 'propose', 'login_sum_24h', '--note', 'x');
+isnt($rc, 0, 'an amount rule without a limit is refused');
+like($out, qr/needs an amount like 5000\.00/, '... saying what it needs');
+($rc, $out) = risk('ops_alice', 'propose', 'first_deposit', '--note', '');
+is($rc, 2, 'a change without a note is a usage error');
+($rc, $out) = risk('ops_alice', 'rules');
+like($out, qr/^first_provider\s+any\s+adyen\s+-\s+$pc\s+ops_alice\s+ops_bob/m,
+     'mt5credit risk rules: the rule, who proposed and who approved it');
+like($out, qr/^credit_amount\s+USD\s+any\s+1000\s/m,
+     '... and the amount rule in major units');
+($rc, $out) = risk('ops_bob', 'changes', '--limit', '3');
+like($out, qr/^$pc\s+approved\s+first_provider/m,
+     'mt5credit risk changes: the history, newest first');
+
 # changed: 1000.00 -> 1500.00 and back, the history kept
 my $ch = rule('credit_amount', 'USD', undef, '1500.00');
 is($sb->sql1("SELECT (rule_before->>'limit_minor') || ' ' || proposed_by "
@@ -151,7 +184,7 @@ is($sb->sql1("SELECT (rule_before->>'limit_minor') || ' ' || proposed_by "
    'a changed rule keeps what it was, who proposed and who approved');
 rule('credit_amount', 'USD', undef, '1000.00');
 is($sb->sql1("SELECT count(*) FROM mt5credit.risk_rule_change "
-             . "WHERE status = 'approved'"), 9,
+             . "WHERE status = 'approved'"), 10,
    'every approved change is kept');
 is($sb->sql1("SELECT limit_text FROM mt5credit.risk_rules() WHERE rule = "
              . "'credit_amount' AND currency = 'USD' AND provider IS NULL"),

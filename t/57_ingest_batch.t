@@ -18,6 +18,8 @@
 #     (sql/075), Coinbase Commerce's (sql/076: the event nested, a retry
 #     in another envelope) and Adyen's items (sql/077: the edge's id)
 #     leave in a batch what they leave one by one
+#   - a risk rule judging a batch otherwise than one by one (sql/079): a
+#     credit sees the credits of the elements before it, not after
 #   - a deadlock between two batches failing more than one webhook: one
 #     delivery gets 40P01 (its provider retries), the rest of both commit
 #   - a caller choosing the history's actor through the batch's map:
@@ -535,6 +537,58 @@ is_deeply([ map { $_->{outcome} } @got ],
           'Adyen: a payment, its retry, refused, another amount, a refund, '
           . 'a capture, a report');
 same_rows('Adyen\'s items');
+
+# --- risk holds (sql/079): judged in a batch as one by one ----------------
+
+# bob's deposits on login 1002; a credit over 600.00 USD and a login's
+# third deposit in a day are held: in a batch, each element sees the
+# credits of the elements before it, as it would one by one
+for my $sb (values %db) {
+    $sb->psql("SELECT mt5credit.register_account('bob', 'live1', 1002, "
+              . "'USD')", user => 'portal');
+    for my $n (31 .. 34) {
+        $sb->psql("SELECT mt5credit.create_deposit('bob', "
+                  . sprintf("'click-%06d'", $n) . ", 'stripe', 'live1', "
+                  . "1002, " . ($n == 32 ? 70000 : 50000) . ", 'USD')",
+                  user => 'portal');
+    }
+    for my $r ([ 'credit_amount', "'USD'", "'600.00'" ],
+               [ 'login_count_24h', 'NULL', "'2'" ])
+    {
+        my $c = $sb->sql1("SELECT mt5credit.risk_rule_propose('$r->[0]', "
+                          . "$r->[1], NULL, $r->[2], false, 'test')",
+                          user => 'ops_alice');
+        $sb->sql1("SELECT mt5credit.risk_rule_decide($c, 'approve', 'ok')",
+                  user => 'ops_bob');
+    }
+}
+my @risk = map { delivery(paid($_, id => "evt_risk_$_", pi => "pi_risk_$_",
+                               amount => $_ == 32 ? 70000 : 50000)) }
+           31 .. 34;
+@one = map { ingest_one($db{one}, $_) } @risk;
+@got = ingest_batch($db{batch}, @risk);
+is_deeply([ map { said($_) } @got ], [ map { said($_) } @one ],
+          'risk holds: the batch said what ingest() said');
+is(join(',', map { $_->[0] } @{ $db{batch}->psql(
+       "SELECT c.status || ':' || coalesce((SELECT string_agg(r->>'rule', "
+       . "'+' ORDER BY r->>'rule') FROM jsonb_array_elements(c.held_for) r), "
+       . "'') FROM mt5credit.mt5_credit c WHERE c.mt5_login = 1002 "
+       . "ORDER BY c.id") }),
+   'pending:,held:credit_amount,held:login_count_24h,held:login_count_24h',
+   'risk holds: in the batch, 700.00 held for its amount, the login\'s '
+   . 'third and fourth of the day for their count');
+same_rows('risk holds');
+
+# the rules go, by two people, before the next batches
+for my $sb (values %db) {
+    for my $r ([ 'credit_amount', "'USD'" ], [ 'login_count_24h', 'NULL' ]) {
+        my $c = $sb->sql1("SELECT mt5credit.risk_rule_propose('$r->[0]', "
+                          . "$r->[1], NULL, NULL, true, 'test over')",
+                          user => 'ops_alice');
+        $sb->sql1("SELECT mt5credit.risk_rule_decide($c, 'approve', 'ok')",
+                  user => 'ops_bob');
+    }
+}
 
 # --- the map is no way to choose an actor -------------------------------
 

@@ -370,6 +370,36 @@ is($sb->sql1("SELECT status || ' ' || prepared_by || ' ' || approved_by "
              . "FROM mt5credit.withdrawal WHERE reference = '$wd'"),
    'approved ann ben', '... approved, by two people');
 
+# --- a risk hold: released by two people through the console (sql/079) ------------
+
+{
+    my $c = $sb->sql1("SELECT mt5credit.risk_rule_propose('credit_amount', "
+                      . "'USD', NULL, '1000.00', false, 'large cards')");
+    $sb->sql1("SET ROLE ann; SELECT mt5credit.risk_rule_decide($c, "
+              . "'approve', 'ok')");
+}
+my $held = $st->pay(login => 70681, amount => 200000);
+is($st->status_of($held), 'held', 'a credit over a risk rule\'s limit is held');
+my $hcase = $sb->sql1("SELECT id FROM mt5credit.case WHERE credit_id = $held "
+                      . "AND kind = 'risk_hold'");
+$r = act('ann', { action => 'propose', case => $hcase + 0,
+                  proposal_action => 'release_hold',
+                  note => 'the client sent the card statement' });
+is($r->{status}, 200, 'ann proposes its release in the console')
+    or diag $r->{body};
+my $hp = $json->decode($r->{body})->{id};
+is(act('ann', { action => 'approve', proposal => $hp, note => 'me' })
+   ->{status}, 409, 'ann cannot approve her own release: 409');
+is($st->status_of($held), 'held', '... the credit is still held');
+$r = act('ben', { action => 'approve', proposal => $hp, note => 'seen' });
+is($r->{status}, 200, 'ben approves it') or diag $r->{body};
+is($st->status_of($held), 'pending', '... and the credit is queued for MT5');
+$r = act('ben', { action => 'resolve', case => $hcase + 0,
+                  resolution => 'accepted', note => 'released' });
+is($r->{status}, 200, '... and resolves the hold\'s case') or diag $r->{body};
+like(get('ann', '')->{body}, qr/id="propose-release"/,
+     'the page has the release and return buttons');
+
 # --- search -----------------------------------------------------------------------
 
 my $dep = $sb->sql1("SELECT d.reference FROM mt5credit.deposit d JOIN "

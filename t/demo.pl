@@ -383,6 +383,52 @@ my ($recon_rc, $recon) = Mt5Credit::Worker::run($sb, 'reconcile', '-c', $conf,
 print map { "  $_\n" } grep { !/ INFO / } split /\n/, $recon;
 print "  (exit $recon_rc: 1 means differences were found and are cases)\n";
 
+say_step('a risk hold: a large deposit waits for two people before MT5');
+my $desk = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
+my ($risk_rc, $risk) = Mt5Credit::Worker::run($sb, 'risk', '--database',
+    "$desk user=ops_alice", 'propose', 'credit_amount', '--currency', 'USD',
+    '--limit', '1000.00', '--note', 'cards over 1,000 USD: looked at first');
+print "  ops_alice: $risk";
+my ($change) = $risk =~ /rule change (\d+)/ or die "demo: $risk";
+($risk_rc, $risk) = Mt5Credit::Worker::run($sb, 'risk', '--database',
+    "$desk user=ops_alice", 'approve', $change);
+print "  ops_alice approving it herself: $risk";
+($risk_rc, $risk) = Mt5Credit::Worker::run($sb, 'risk', '--database',
+    "$desk user=ops_bob", 'approve', $change, '--note', 'agreed');
+print "  ops_bob: $risk";
+my $big = $sb->sql1("SELECT reference FROM mt5credit.create_deposit('alice', "
+    . "'button-press-0009', 'stripe', 'demo-live', 50001, 250000, 'USD')",
+    user => 'portal');
+my $big_ev = stripe_event(deposit => $big, amount => 250000, pi => 'pi_demo_9');
+show("Stripe: $big paid, USD 2,500.00", $sb->http('POST', '/webhooks/stripe',
+     body => $big_ev, headers => stripe_headers($stripe_secret, $big_ev)));
+my ($held, $held_ref, $why) = @{ $sb->psql("SELECT c.id, c.reference, "
+    . "c.status || ': ' || (r->>'rule') || ', ' || (r->>'observed') || ' > ' "
+    . "|| (r->>'limit_minor') || ' minor units' FROM mt5credit.mt5_credit c, "
+    . "jsonb_array_elements(c.held_for) r WHERE c.provider_payment_id = "
+    . "'pi_demo_9'")->[0] };
+sleep 2;                            # the worker's rounds go on
+my $deals = sub { scalar grep { ($_->{Comment} // '') =~ /\Q$held_ref\E$/ }
+                  @{ $sim->ledger->{deals} } };
+print "  credit $held $why; MT5 deals for it after the worker's rounds: ",
+      $deals->(), "\n";
+die "demo: a held credit reached MT5\n" if $deals->();
+my $hold_case = $sb->sql1("SELECT id FROM mt5credit.case WHERE credit_id = "
+                          . "$held AND kind = 'risk_hold'");
+my ($hold_rc, $hold) = Mt5Credit::Worker::run($sb, 'cases', '--database',
+    "$desk user=ops_alice", 'propose', $hold_case, '--action', 'release_hold',
+    '--note', 'card statement received (KYC-77)');
+print "  ops_alice: $hold";
+my ($hp) = $hold =~ /proposal (\d+)/ or die "demo: $hold";
+($hold_rc, $hold) = Mt5Credit::Worker::run($sb, 'cases', '--database',
+    "$desk user=ops_bob", 'approve', $hp, '--note', 'checked');
+print "  ops_bob: $hold";
+Mt5Credit::Worker::wait_for(sub {
+    $sb->sql1("SELECT status FROM mt5credit.mt5_credit WHERE id = $held")
+        eq 'done' }, 30) or die "demo: the released credit was not made\n";
+print "  credit $held released and made: MT5 deals for it now: ",
+      $deals->(), "\n";
+
 say_step('the case desk: what a person sees (mt5credit cases list)');
 my ($cases_rc, $cases) = Mt5Credit::Worker::run($sb, 'cases', '--database',
     'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit user=ops_alice',

@@ -231,6 +231,8 @@
       // whose outcome is unknown
       document.getElementById("correction").hidden = cr.status !== "done";
       document.getElementById("settle").hidden = cr.status !== "unknown";
+      // 079: a risk hold is released or returned, by two people
+      document.getElementById("hold").hidden = cr.status !== "held";
       show("case");
     }).catch(problem);
   }
@@ -593,6 +595,15 @@
         after(act({ action: "propose", "case": current,
                     proposal_action: "requeue_credit", note: note(),
                     evidence: evidence(), code: code() }));
+      });
+    [["release", "release_hold"], ["return", "return_hold"]].forEach(
+      function (h) {
+        document.getElementById("propose-" + h[0]).addEventListener("click",
+          function () {
+            after(act({ action: "propose", "case": current,
+                        proposal_action: h[1], note: note(),
+                        evidence: evidence(), code: code() }));
+          });
       });
     // amounts stay text: the database converts them exactly (sql/023)
     ["credit", "debit"].forEach(function (d) {
