@@ -1982,9 +1982,11 @@ BEGIN
 
     PERFORM open_case('risk_hold', 'medium', 'risk_hold:credit:' || NEW.id,
                       jsonb_build_object('held_for', NEW.held_for,
-                                         'reference', NEW.reference,
-                                         'mt5_server', NEW.mt5_server,
-                                         'mt5_login', NEW.mt5_login),
+                                         'credit', jsonb_build_object(
+                                             'id', NEW.id,
+                                             'reference', NEW.reference,
+                                             'mt5_server', NEW.mt5_server,
+                                             'mt5_login', NEW.mt5_login)),
                       NEW.id, NEW.deposit_id, NULL,
                       NEW.amount_minor, NEW.currency);
     RETURN NULL;

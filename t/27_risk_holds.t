@@ -360,8 +360,8 @@ my ($rel) = map { $_->[0] } grep { $_->[2] =~ /\(cnt2\)/ } @held;
 my $case = $sb->sql1("SELECT id FROM mt5credit.case WHERE credit_id = $rel "
                      . "AND kind = 'risk_hold'");
 ($rc, $out) = desk('ops_alice', 'list', '--kind', 'risk_hold');
-like($out, qr/^$case\s+\S+\s+medium\s+risk_hold\s+open/m,
-     'the desk lists the hold as a case');
+like($out, qr/^$case\s+\S+\s+medium\s+risk_hold\s+open\s.*dep:[0-9a-f]{18}$/m,
+     'the desk lists the hold as a case, with its credit\'s reference');
 ($rc, $out) = desk('ops_alice', 'show', $case);
 like($out, qr/"login_count_24h"/, '... and shows the rule that held it');
 
