@@ -29,8 +29,8 @@
 -- or not, is kept, with the rule as it was before.
 --
 -- Re-declared, this file holds their current definitions:
---   case_propose()  (065's)
---   case_decide()   (065's)
+--   case_propose()  (065's; its amount now through exact_minor())
+--   case_decide()   (065's; who may decide through decision_allowed())
 --   work_status()   (050's)
 --
 
@@ -92,7 +92,73 @@ CREATE TRIGGER mt5_credit_held_for_fixed
     FOR EACH ROW WHEN (OLD.held_for IS DISTINCT FROM NEW.held_for)
     EXECUTE FUNCTION mt5credit.credit_held_for_fixed();
 
--- 2. the rules ------------------------------------------------------------
+-- 2. what every two-person decision shares ---------------------------------
+
+-- an amount a person typed, in major units, as whole minor units of the
+-- currency, exactly: 12.345 USD is refused, not rounded (023's rule, one
+-- place for a case's corrections and a rule's limit)
+CREATE FUNCTION mt5credit.exact_minor(p_amount text, p_currency text,
+    p_what text, p_example text)
+RETURNS bigint
+LANGUAGE plpgsql STABLE
+SET search_path = mt5credit, pg_temp
+AS $_$
+DECLARE
+    v_num  numeric;
+BEGIN
+    IF p_amount IS NULL OR p_amount !~ '^[0-9]{1,15}(\.[0-9]{1,8})?$' THEN
+        RAISE EXCEPTION '% needs an amount like %, not "%"', p_what,
+                        p_example, coalesce(p_amount, '')
+            USING ERRCODE = 'MC048';
+    END IF;
+    v_num := major_to_minor(p_amount::numeric, p_currency);
+    IF v_num IS NULL THEN
+        RAISE EXCEPTION '% needs a known currency, not "%"', p_what,
+                        coalesce(p_currency, '')
+            USING ERRCODE = 'MC048';
+    END IF;
+    IF v_num <> trunc(v_num) OR v_num <= 0 THEN
+        RAISE EXCEPTION '% is not a positive amount in whole minor units '
+                        'of %', p_amount, p_currency
+            USING ERRCODE = 'MC048';
+    END IF;
+    RETURN v_num::bigint;
+END
+$_$;
+
+-- may this person decide this, this way?  Another person approves or
+-- rejects; only the proposer withdraws; a decision is made once (010's
+-- rules, one place for a case's proposals and a rule's changes)
+CREATE FUNCTION mt5credit.decision_allowed(p_what text, p_status text,
+    p_proposed_by text, p_decision text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = mt5credit, pg_temp
+AS $$
+BEGIN
+    IF p_status <> 'proposed' THEN
+        RAISE EXCEPTION '% was already %', p_what, p_status
+            USING ERRCODE = 'MC041';
+    END IF;
+    IF p_decision IS NULL OR p_decision NOT IN ('approve', 'reject',
+                                                'withdraw')
+    THEN
+        RAISE EXCEPTION 'decide how? "%"', p_decision USING ERRCODE = 'MC047';
+    END IF;
+    IF p_decision = 'withdraw' AND p_proposed_by <> mt5credit.person() THEN
+        RAISE EXCEPTION 'only % may withdraw %', p_proposed_by, p_what
+            USING ERRCODE = 'MC049';
+    END IF;
+    IF p_decision <> 'withdraw' AND p_proposed_by = mt5credit.person() THEN
+        RAISE EXCEPTION 'two-person rule: % proposed this and cannot % it; '
+                        'another person must decide', mt5credit.person(),
+                        p_decision
+            USING ERRCODE = 'MC049';
+    END IF;
+END
+$$;
+
+-- 3. the rules ------------------------------------------------------------
 
 CREATE TABLE mt5credit.risk_rule_change (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -210,7 +276,6 @@ AS $_$
 DECLARE
     v_minor  bigint;
     v_count  integer;
-    v_num    numeric;
     v_id     bigint;
 BEGIN
     IF coalesce(p_remove, false) THEN
@@ -229,24 +294,8 @@ BEGIN
                 USING ERRCODE = 'MC048';
         END IF;
     ELSIF p_rule IN ('credit_amount', 'login_sum_24h', 'client_sum_24h') THEN
-        -- major units, exactly: 12.345 USD is refused, not rounded
-        IF p_limit IS NULL OR p_limit !~ '^[0-9]{1,15}(\.[0-9]{1,8})?$' THEN
-            RAISE EXCEPTION 'rule % needs an amount like 5000.00, not "%"',
-                            p_rule, coalesce(p_limit, '')
-                USING ERRCODE = 'MC048';
-        END IF;
-        v_num := major_to_minor(p_limit::numeric, p_currency);
-        IF v_num IS NULL THEN
-            RAISE EXCEPTION 'rule % needs a known currency, not "%"',
-                            p_rule, coalesce(p_currency, '')
-                USING ERRCODE = 'MC048';
-        END IF;
-        IF v_num <> trunc(v_num) OR v_num <= 0 THEN
-            RAISE EXCEPTION '% is not a positive amount in whole minor '
-                            'units of %', p_limit, p_currency
-                USING ERRCODE = 'MC048';
-        END IF;
-        v_minor := v_num::bigint;
+        v_minor := exact_minor(p_limit, p_currency, 'rule ' || p_rule,
+                               '5000.00');
     ELSIF p_rule IN ('login_count_24h', 'client_count_24h') THEN
         IF p_limit IS NULL OR p_limit !~ '^[1-9][0-9]{0,5}$' THEN
             RAISE EXCEPTION 'rule % needs a count like 3, not "%"',
@@ -290,24 +339,8 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no rule change %', p_change USING ERRCODE = 'MC044';
     END IF;
-    IF c.status <> 'proposed' THEN
-        RAISE EXCEPTION 'rule change % was already %', c.id, c.status
-            USING ERRCODE = 'MC041';
-    END IF;
-    IF p_decision NOT IN ('approve', 'reject', 'withdraw') THEN
-        RAISE EXCEPTION 'decide how? "%"', p_decision USING ERRCODE = 'MC047';
-    END IF;
-    IF p_decision = 'withdraw' AND c.proposed_by <> mt5credit.person() THEN
-        RAISE EXCEPTION 'only % may withdraw rule change %', c.proposed_by,
-                        c.id
-            USING ERRCODE = 'MC049';
-    END IF;
-    IF p_decision <> 'withdraw' AND c.proposed_by = mt5credit.person() THEN
-        RAISE EXCEPTION 'two-person rule: % proposed this and cannot % it; '
-                        'another person must decide', mt5credit.person(),
-                        p_decision
-            USING ERRCODE = 'MC049';
-    END IF;
+    PERFORM decision_allowed('rule change ' || c.id, c.status,
+                             c.proposed_by, p_decision);
 
     IF p_decision = 'approve' THEN
         SELECT * INTO v_old FROM risk_rule r
@@ -389,7 +422,7 @@ AS $$
     LIMIT least(greatest(coalesce(p_limit, 50), 1), 1000)
 $$;
 
--- 3. judging a deposit's credit as it is born ------------------------------
+-- 4. judging a deposit's credit as it is born ------------------------------
 
 -- one tripped rule, as the person reading the case sees it
 CREATE FUNCTION mt5credit.risk_trip(r mt5credit.risk_rule,
@@ -417,8 +450,11 @@ DECLARE
     v_sum     numeric;
     v_trips   jsonb := '[]';
 BEGIN
-    -- no rules, nothing to judge: ingest pays one index probe
-    IF NOT EXISTS (SELECT 1 FROM risk_rule) THEN
+    -- no rule for this credit, nothing to judge: ingest pays one probe
+    IF NOT EXISTS (SELECT 1 FROM risk_rule k
+                   WHERE (k.currency IS NULL OR k.currency = NEW.currency)
+                     AND (k.provider IS NULL OR k.provider = NEW.provider))
+    THEN
         RETURN NEW;
     END IF;
 
@@ -575,7 +611,7 @@ CREATE TRIGGER mt5_credit_on_hold
     FOR EACH ROW WHEN (NEW.held_for IS NOT NULL)
     EXECUTE FUNCTION mt5credit.credit_on_hold();
 
--- 4. re-declared -----------------------------------------------------------
+-- 5. re-declared -----------------------------------------------------------
 
 CREATE OR REPLACE FUNCTION mt5credit.case_propose(p_case bigint, p_action text, p_credit_id bigint, p_amount text, p_note text, p_evidence jsonb) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -585,7 +621,6 @@ DECLARE
     c       "case" := desk_case(p_case);
     v_cr    mt5_credit;
     v_id    bigint;
-    v_num   numeric;
     v_amount_minor  bigint;
 BEGIN
     PERFORM desk_require_open(c);
@@ -631,20 +666,8 @@ BEGIN
             USING ERRCODE = 'MC048';
     END IF;
     IF p_action IN ('correcting_credit', 'correcting_debit') THEN
-        -- major units, exactly: 12.345 USD is refused, not rounded
-        IF p_amount IS NULL OR p_amount !~ '^[0-9]{1,15}(\.[0-9]{1,8})?$'
-        THEN
-            RAISE EXCEPTION 'a correction needs an amount like 12.50, '
-                            'not "%"', coalesce(p_amount, '')
-                USING ERRCODE = 'MC048';
-        END IF;
-        v_num := major_to_minor(p_amount::numeric, v_cr.currency);
-        IF v_num <> trunc(v_num) OR v_num <= 0 THEN
-            RAISE EXCEPTION '% is not a positive amount in whole minor '
-                            'units of %', p_amount, v_cr.currency
-                USING ERRCODE = 'MC048';
-        END IF;
-        v_amount_minor := v_num::bigint;
+        v_amount_minor := exact_minor(p_amount, v_cr.currency,
+                                      'a correction', '12.50');
     END IF;
 
     -- 065: through the console, the person's code for this proposal
@@ -689,23 +712,8 @@ BEGIN
         RAISE EXCEPTION 'no proposal %', p_proposal USING ERRCODE = 'MC044';
     END IF;
     c := desk_case(p.case_id);
-    IF p.status <> 'proposed' THEN
-        RAISE EXCEPTION 'proposal % was already %', p.id, p.status
-            USING ERRCODE = 'MC041';
-    END IF;
-    IF p_decision NOT IN ('approve', 'reject', 'withdraw') THEN
-        RAISE EXCEPTION 'decide how? "%"', p_decision USING ERRCODE = 'MC047';
-    END IF;
-    IF p_decision = 'withdraw' AND p.proposed_by <> mt5credit.person() THEN
-        RAISE EXCEPTION 'only % may withdraw proposal %', p.proposed_by, p.id
-            USING ERRCODE = 'MC049';
-    END IF;
-    IF p_decision <> 'withdraw' AND p.proposed_by = mt5credit.person() THEN
-        RAISE EXCEPTION 'two-person rule: % proposed this and cannot % it; '
-                        'another person must decide', mt5credit.person(),
-                        p_decision
-            USING ERRCODE = 'MC049';
-    END IF;
+    PERFORM decision_allowed('proposal ' || p.id, p.status, p.proposed_by,
+                             p_decision);
 
     IF p_decision = 'approve' THEN
         -- 065: through the console, the person's code for this approval
@@ -898,9 +906,13 @@ CREATE OR REPLACE FUNCTION mt5credit.work_status() RETURNS TABLE(metric text, ki
     FROM credit_latency l
 $$;
 
--- 5. who may do what ---------------------------------------------------------
+-- 6. who may do what ---------------------------------------------------------
 
 REVOKE ALL ON FUNCTION mt5credit.credit_held_for_fixed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mt5credit.exact_minor(text, text, text, text)
+    FROM PUBLIC;
+REVOKE ALL ON FUNCTION mt5credit.decision_allowed(text, text, text, text)
+    FROM PUBLIC;
 REVOKE ALL ON FUNCTION mt5credit.risk_rule_change_guard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION mt5credit.risk_rule_propose(text, text, text, text,
                                                    boolean, text) FROM PUBLIC;

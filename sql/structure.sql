@@ -482,23 +482,8 @@ BEGIN
         RAISE EXCEPTION 'no proposal %', p_proposal USING ERRCODE = 'MC044';
     END IF;
     c := desk_case(p.case_id);
-    IF p.status <> 'proposed' THEN
-        RAISE EXCEPTION 'proposal % was already %', p.id, p.status
-            USING ERRCODE = 'MC041';
-    END IF;
-    IF p_decision NOT IN ('approve', 'reject', 'withdraw') THEN
-        RAISE EXCEPTION 'decide how? "%"', p_decision USING ERRCODE = 'MC047';
-    END IF;
-    IF p_decision = 'withdraw' AND p.proposed_by <> mt5credit.person() THEN
-        RAISE EXCEPTION 'only % may withdraw proposal %', p.proposed_by, p.id
-            USING ERRCODE = 'MC049';
-    END IF;
-    IF p_decision <> 'withdraw' AND p.proposed_by = mt5credit.person() THEN
-        RAISE EXCEPTION 'two-person rule: % proposed this and cannot % it; '
-                        'another person must decide', mt5credit.person(),
-                        p_decision
-            USING ERRCODE = 'MC049';
-    END IF;
+    PERFORM decision_allowed('proposal ' || p.id, p.status, p.proposed_by,
+                             p_decision);
 
     IF p_decision = 'approve' THEN
         -- 065: through the console, the person's code for this approval
@@ -743,12 +728,11 @@ ALTER FUNCTION mt5credit.case_priority(p_amount_minor bigint, p_currency text, p
 CREATE FUNCTION mt5credit.case_propose(p_case bigint, p_action text, p_credit_id bigint, p_amount text, p_note text, p_evidence jsonb) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'mt5credit', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
     c       "case" := desk_case(p_case);
     v_cr    mt5_credit;
     v_id    bigint;
-    v_num   numeric;
     v_amount_minor  bigint;
 BEGIN
     PERFORM desk_require_open(c);
@@ -794,20 +778,8 @@ BEGIN
             USING ERRCODE = 'MC048';
     END IF;
     IF p_action IN ('correcting_credit', 'correcting_debit') THEN
-        -- major units, exactly: 12.345 USD is refused, not rounded
-        IF p_amount IS NULL OR p_amount !~ '^[0-9]{1,15}(\.[0-9]{1,8})?$'
-        THEN
-            RAISE EXCEPTION 'a correction needs an amount like 12.50, '
-                            'not "%"', coalesce(p_amount, '')
-                USING ERRCODE = 'MC048';
-        END IF;
-        v_num := major_to_minor(p_amount::numeric, v_cr.currency);
-        IF v_num <> trunc(v_num) OR v_num <= 0 THEN
-            RAISE EXCEPTION '% is not a positive amount in whole minor '
-                            'units of %', p_amount, v_cr.currency
-                USING ERRCODE = 'MC048';
-        END IF;
-        v_amount_minor := v_num::bigint;
+        v_amount_minor := exact_minor(p_amount, v_cr.currency,
+                                      'a correction', '12.50');
     END IF;
 
     -- 065: through the console, the person's code for this proposal
@@ -833,7 +805,7 @@ BEGIN
         p_note, p_evidence);
     RETURN v_id;
 END
-$_$;
+$$;
 
 
 ALTER FUNCTION mt5credit.case_propose(p_case bigint, p_action text, p_credit_id bigint, p_amount text, p_note text, p_evidence jsonb) OWNER TO mt5credit_owner;
@@ -2198,6 +2170,40 @@ $$;
 ALTER FUNCTION mt5credit.db_identity(p_credits bigint[], p_attempts integer[]) OWNER TO mt5credit_owner;
 
 --
+-- Name: decision_allowed(text, text, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.decision_allowed(p_what text, p_status text, p_proposed_by text, p_decision text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_status <> 'proposed' THEN
+        RAISE EXCEPTION '% was already %', p_what, p_status
+            USING ERRCODE = 'MC041';
+    END IF;
+    IF p_decision IS NULL OR p_decision NOT IN ('approve', 'reject',
+                                                'withdraw')
+    THEN
+        RAISE EXCEPTION 'decide how? "%"', p_decision USING ERRCODE = 'MC047';
+    END IF;
+    IF p_decision = 'withdraw' AND p_proposed_by <> mt5credit.person() THEN
+        RAISE EXCEPTION 'only % may withdraw %', p_proposed_by, p_what
+            USING ERRCODE = 'MC049';
+    END IF;
+    IF p_decision <> 'withdraw' AND p_proposed_by = mt5credit.person() THEN
+        RAISE EXCEPTION 'two-person rule: % proposed this and cannot % it; '
+                        'another person must decide', mt5credit.person(),
+                        p_decision
+            USING ERRCODE = 'MC049';
+    END IF;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.decision_allowed(p_what text, p_status text, p_proposed_by text, p_decision text) OWNER TO mt5credit_owner;
+
+--
 -- Name: deployment_stamp(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -2817,6 +2823,40 @@ $$;
 
 
 ALTER FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_deposit text, p_since timestamp with time zone, p_until timestamp with time zone, p_request_id text, p_limit integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: exact_minor(text, text, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.exact_minor(p_amount text, p_currency text, p_what text, p_example text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $_$
+DECLARE
+    v_num  numeric;
+BEGIN
+    IF p_amount IS NULL OR p_amount !~ '^[0-9]{1,15}(\.[0-9]{1,8})?$' THEN
+        RAISE EXCEPTION '% needs an amount like %, not "%"', p_what,
+                        p_example, coalesce(p_amount, '')
+            USING ERRCODE = 'MC048';
+    END IF;
+    v_num := major_to_minor(p_amount::numeric, p_currency);
+    IF v_num IS NULL THEN
+        RAISE EXCEPTION '% needs a known currency, not "%"', p_what,
+                        coalesce(p_currency, '')
+            USING ERRCODE = 'MC048';
+    END IF;
+    IF v_num <> trunc(v_num) OR v_num <= 0 THEN
+        RAISE EXCEPTION '% is not a positive amount in whole minor units '
+                        'of %', p_amount, p_currency
+            USING ERRCODE = 'MC048';
+    END IF;
+    RETURN v_num::bigint;
+END
+$_$;
+
+
+ALTER FUNCTION mt5credit.exact_minor(p_amount text, p_currency text, p_what text, p_example text) OWNER TO mt5credit_owner;
 
 --
 -- Name: ingest(text, text, bytea, text, bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -8065,8 +8105,11 @@ DECLARE
     v_sum     numeric;
     v_trips   jsonb := '[]';
 BEGIN
-    -- no rules, nothing to judge: ingest pays one index probe
-    IF NOT EXISTS (SELECT 1 FROM risk_rule) THEN
+    -- no rule for this credit, nothing to judge: ingest pays one probe
+    IF NOT EXISTS (SELECT 1 FROM risk_rule k
+                   WHERE (k.currency IS NULL OR k.currency = NEW.currency)
+                     AND (k.provider IS NULL OR k.provider = NEW.provider))
+    THEN
         RETURN NEW;
     END IF;
 
@@ -8237,24 +8280,8 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no rule change %', p_change USING ERRCODE = 'MC044';
     END IF;
-    IF c.status <> 'proposed' THEN
-        RAISE EXCEPTION 'rule change % was already %', c.id, c.status
-            USING ERRCODE = 'MC041';
-    END IF;
-    IF p_decision NOT IN ('approve', 'reject', 'withdraw') THEN
-        RAISE EXCEPTION 'decide how? "%"', p_decision USING ERRCODE = 'MC047';
-    END IF;
-    IF p_decision = 'withdraw' AND c.proposed_by <> mt5credit.person() THEN
-        RAISE EXCEPTION 'only % may withdraw rule change %', c.proposed_by,
-                        c.id
-            USING ERRCODE = 'MC049';
-    END IF;
-    IF p_decision <> 'withdraw' AND c.proposed_by = mt5credit.person() THEN
-        RAISE EXCEPTION 'two-person rule: % proposed this and cannot % it; '
-                        'another person must decide', mt5credit.person(),
-                        p_decision
-            USING ERRCODE = 'MC049';
-    END IF;
+    PERFORM decision_allowed('rule change ' || c.id, c.status,
+                             c.proposed_by, p_decision);
 
     IF p_decision = 'approve' THEN
         SELECT * INTO v_old FROM risk_rule r
@@ -8310,7 +8337,6 @@ CREATE FUNCTION mt5credit.risk_rule_propose(p_rule text, p_currency text, p_prov
 DECLARE
     v_minor  bigint;
     v_count  integer;
-    v_num    numeric;
     v_id     bigint;
 BEGIN
     IF coalesce(p_remove, false) THEN
@@ -8329,24 +8355,8 @@ BEGIN
                 USING ERRCODE = 'MC048';
         END IF;
     ELSIF p_rule IN ('credit_amount', 'login_sum_24h', 'client_sum_24h') THEN
-        -- major units, exactly: 12.345 USD is refused, not rounded
-        IF p_limit IS NULL OR p_limit !~ '^[0-9]{1,15}(\.[0-9]{1,8})?$' THEN
-            RAISE EXCEPTION 'rule % needs an amount like 5000.00, not "%"',
-                            p_rule, coalesce(p_limit, '')
-                USING ERRCODE = 'MC048';
-        END IF;
-        v_num := major_to_minor(p_limit::numeric, p_currency);
-        IF v_num IS NULL THEN
-            RAISE EXCEPTION 'rule % needs a known currency, not "%"',
-                            p_rule, coalesce(p_currency, '')
-                USING ERRCODE = 'MC048';
-        END IF;
-        IF v_num <> trunc(v_num) OR v_num <= 0 THEN
-            RAISE EXCEPTION '% is not a positive amount in whole minor '
-                            'units of %', p_limit, p_currency
-                USING ERRCODE = 'MC048';
-        END IF;
-        v_minor := v_num::bigint;
+        v_minor := exact_minor(p_limit, p_currency, 'rule ' || p_rule,
+                               '5000.00');
     ELSIF p_rule IN ('login_count_24h', 'client_count_24h') THEN
         IF p_limit IS NULL OR p_limit !~ '^[1-9][0-9]{0,5}$' THEN
             RAISE EXCEPTION 'rule % needs a count like 3, not "%"',
@@ -14758,6 +14768,13 @@ GRANT ALL ON FUNCTION mt5credit.db_identity(p_credits bigint[], p_attempts integ
 
 
 --
+-- Name: FUNCTION decision_allowed(p_what text, p_status text, p_proposed_by text, p_decision text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.decision_allowed(p_what text, p_status text, p_proposed_by text, p_decision text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION deployment_stamp(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14889,6 +14906,13 @@ GRANT ALL ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disp
 REVOKE ALL ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_deposit text, p_since timestamp with time zone, p_until timestamp with time zone, p_request_id text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_deposit text, p_since timestamp with time zone, p_until timestamp with time zone, p_request_id text, p_limit integer) TO mt5credit_operator;
 GRANT ALL ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disposition text, p_payment text, p_deposit text, p_since timestamp with time zone, p_until timestamp with time zone, p_request_id text, p_limit integer) TO mt5credit_reader;
+
+
+--
+-- Name: FUNCTION exact_minor(p_amount text, p_currency text, p_what text, p_example text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.exact_minor(p_amount text, p_currency text, p_what text, p_example text) FROM PUBLIC;
 
 
 --

@@ -48,27 +48,20 @@ sub as {
     return $sb->psql($sql, user => $who, may_fail => 1, raw => 1);
 }
 
-# a rule in force: proposed by alice, approved by bob
+# a rule in force (or, $remove, gone): proposed by alice, approved by bob
 sub rule {
-    my ($rule, $currency, $provider, $limit) = @_;
+    my ($rule, $currency, $provider, $limit, $remove) = @_;
     my $q = sub { defined $_[0] ? "'$_[0]'" : 'NULL' };
-    my $id = $sb->sql1("SELECT mt5credit."
-        . "risk_rule_propose('$rule', " . $q->($currency) . ', '
-        . $q->($provider) . ', ' . $q->($limit) . ", false, 'test')", user => "ops_alice");
-    $sb->sql1("SELECT mt5credit.risk_rule_decide($id, "
-              . "'approve', 'ok')", user => "ops_bob");
+    my $id = $sb->sql1("SELECT mt5credit.risk_rule_propose('$rule', "
+        . $q->($currency) . ', ' . $q->($provider) . ', ' . $q->($limit)
+        . ', ' . ($remove ? 'true' : 'false') . ", 'test')",
+        user => 'ops_alice');
+    $sb->sql1("SELECT mt5credit.risk_rule_decide($id, 'approve', 'ok')",
+              user => 'ops_bob');
     return $id;
 }
 
-sub unrule {
-    my ($rule, $currency, $provider) = @_;
-    my $q = sub { defined $_[0] ? "'$_[0]'" : 'NULL' };
-    my $id = $sb->sql1("SELECT mt5credit."
-        . "risk_rule_propose('$rule', " . $q->($currency) . ', '
-        . $q->($provider) . ", NULL, true, 'test')", user => "ops_alice");
-    $sb->sql1("SELECT mt5credit.risk_rule_decide($id, "
-              . "'approve', 'ok')", user => "ops_bob");
-}
+sub unrule { rule(@_[0 .. 2], undef, 1) }
 
 my $login = 70400;
 sub client {

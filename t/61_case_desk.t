@@ -148,8 +148,12 @@ is($sb->sql1("SELECT ('12345678.12345678'::numeric * 10 ^ "
    '... which numeric * 10 ^ smallint (float8, as 010 had it) is not');
 like($sb->psql("SELECT pg_get_functiondef('mt5credit.case_propose'::regproc)",
               raw => 1),
+     qr/exact_minor\(p_amount, v_cr\.currency/,
+     '... and case_propose() converts through exact_minor() (079)');
+like($sb->psql("SELECT pg_get_functiondef('mt5credit.exact_minor'::regproc)",
+              raw => 1),
      qr/major_to_minor\(p_amount::numeric/,
-     '... and case_propose() converts through it');
+     '... which converts through it');
 
 ($rc, $out) = desk('ops_alice', 'propose', $case, '--action',
                    'correcting_credit', '--amount', '12.50', '--note',

@@ -17,9 +17,8 @@
 typedef struct {
     const char  *currency;
     const char  *provider;
-    const char  *limit;
+    const char  *limit;          /* for "changes": how many to list */
     const char  *note;
-    const char  *count;
     int          remove;
 } mc_risk_opts_t;
 
@@ -145,7 +144,7 @@ mc_risk_main(int argc, char **argv, const char *conninfo)
         rc = mc_risk_rules(conn);
 
     } else if (strcmp(action, "changes") == 0) {
-        rc = mc_risk_changes(conn, o.count);
+        rc = mc_risk_changes(conn, o.limit);
 
     } else if (strcmp(action, "propose") == 0) {
         p[0] = arg; p[1] = o.currency; p[2] = o.provider; p[3] = o.limit;
@@ -192,7 +191,7 @@ mc_risk_parse(int argc, char **argv, mc_risk_opts_t *o)
         switch (c) {
         case 'C': o->currency = optarg; break;
         case 'P': o->provider = optarg; break;
-        case 'l': o->limit = optarg; o->count = optarg; break;
+        case 'l': o->limit = optarg; break;
         case 'r': o->remove = 1; break;
         case 'n': o->note = optarg; break;
 
