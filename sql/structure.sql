@@ -470,144 +470,16 @@ CREATE FUNCTION mt5credit.case_decide(p_proposal bigint, p_decision text, p_note
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
 DECLARE
-    p       money_proposal;
-    c       "case";
-    v_cr    mt5_credit;
-    v_new   bigint;
-    v_rows  integer;
-    v_from  timestamptz;
+    p  money_proposal;
 BEGIN
     SELECT * INTO p FROM money_proposal WHERE id = p_proposal FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no proposal %', p_proposal USING ERRCODE = 'MC044';
     END IF;
-    c := desk_case(p.case_id);
-    PERFORM decision_allowed('proposal ' || p.id, p.status, p.proposed_by,
-                             p_decision);
-
-    IF p_decision = 'approve' THEN
-        -- 065: through the console, the person's code for this approval
-        PERFORM step_up_require('approve', p_proposal::text);
-
-        SELECT * INTO STRICT v_cr FROM mt5_credit WHERE id = p.credit_id
-        FOR UPDATE;
-        PERFORM set_config('mt5credit.actor', mt5credit.person(), true);
-        PERFORM set_config('mt5credit.detail',
-            jsonb_build_object('case', c.id, 'proposal', p.id,
-                               'proposed_by', p.proposed_by,
-                               'approved_by', mt5credit.person())::text, true);
-
-        IF p.action = 'settle_done' THEN
-            -- 033: the worker checks the deal at its next round; nothing
-            -- is recorded until it has
-            UPDATE mt5_credit
-            SET next_check_at = clock_timestamp()
-            WHERE id = v_cr.id AND status = 'unknown';
-            GET DIAGNOSTICS v_rows = ROW_COUNT;
-            IF v_rows <> 1 THEN
-                RAISE EXCEPTION 'credit % is % now, no longer unknown: '
-                                'nothing settled', v_cr.id, v_cr.status
-                    USING ERRCODE = 'MC048';
-            END IF;
-        ELSIF p.action = 'settle_failed' THEN
-            -- 032: an unknown credit two people found has no deal
-            UPDATE mt5_credit
-            SET status = 'failed', next_check_at = NULL, updated_at = now()
-            WHERE id = v_cr.id AND status = 'unknown';
-            GET DIAGNOSTICS v_rows = ROW_COUNT;
-            IF v_rows <> 1 THEN
-                RAISE EXCEPTION 'credit % is % now, no longer unknown: '
-                                'nothing settled', v_cr.id, v_cr.status
-                    USING ERRCODE = 'MC048';
-            END IF;
-        ELSIF p.action = 'requeue_credit' THEN
-            UPDATE mt5_credit
-            SET status = 'pending', claimed_at = NULL, claimed_by = NULL,
-                lease_expires_at = NULL, updated_at = now()
-            WHERE id = v_cr.id AND status = 'failed';
-            GET DIAGNOSTICS v_rows = ROW_COUNT;
-            IF v_rows <> 1 THEN
-                RAISE EXCEPTION 'credit % is % now, no longer failed: '
-                                'nothing re-queued', v_cr.id, v_cr.status
-                    USING ERRCODE = 'MC048';
-            END IF;
-        ELSIF p.action = 'release_hold' THEN
-            -- 079: released, it goes where any new credit goes: to the
-            -- queue, or, within a week of a rewind, to a lookup first (the
-            -- lost timeline may have released and credited it already)
-            v_from := (SELECT min(r.lost_from) FROM database_rewind r
-                       WHERE r.at > clock_timestamp() - interval '7 days');
-            UPDATE mt5_credit
-            SET status = CASE WHEN v_from IS NULL THEN 'pending'
-                              ELSE 'unknown' END,
-                attempts = attempts + CASE WHEN v_from IS NULL THEN 0
-                                           ELSE 1 END,
-                lease_expires_at = CASE WHEN v_from IS NOT NULL
-                                        THEN clock_timestamp() END,
-                next_check_at = NULL,
-                look_from = CASE WHEN v_from IS NOT NULL
-                                 THEN least(coalesce(look_from, v_from),
-                                            v_from)
-                                 ELSE look_from END
-            WHERE id = v_cr.id AND status = 'held';
-            GET DIAGNOSTICS v_rows = ROW_COUNT;
-            IF v_rows <> 1 THEN
-                RAISE EXCEPTION 'credit % is % now, no longer held: '
-                                'nothing released', v_cr.id, v_cr.status
-                    USING ERRCODE = 'MC048';
-            END IF;
-        ELSIF p.action = 'return_hold' THEN
-            -- 079: never credited; the payment goes back to its source
-            -- through the provider, which a person does there
-            UPDATE mt5_credit
-            SET status = 'failed', next_check_at = NULL
-            WHERE id = v_cr.id AND status = 'held';
-            GET DIAGNOSTICS v_rows = ROW_COUNT;
-            IF v_rows <> 1 THEN
-                RAISE EXCEPTION 'credit % is % now, no longer held: '
-                                'nothing returned', v_cr.id, v_cr.status
-                    USING ERRCODE = 'MC048';
-            END IF;
-        ELSE
-            INSERT INTO mt5_credit (kind, direction, original_credit_id,
-                                    deposit_id, provider, provider_payment_id,
-                                    mt5_server, mt5_login, amount_minor,
-                                    currency, paid_amount_minor,
-                                    paid_currency)
-            VALUES ('correction',
-                    CASE p.action WHEN 'correcting_credit' THEN 'credit'
-                                  ELSE 'debit' END,
-                    v_cr.id, v_cr.deposit_id, v_cr.provider,
-                    'correction:' || p.id, v_cr.mt5_server, v_cr.mt5_login,
-                    p.amount_minor, p.currency, p.amount_minor, p.currency)
-            RETURNING id INTO v_new;
-        END IF;
+    IF p.withdrawal_id IS NULL THEN
+        RETURN credit_case_decide(p_proposal, p_decision, p_note);
     END IF;
-
-    UPDATE money_proposal
-    SET status = CASE p_decision WHEN 'approve' THEN 'approved'
-                                 WHEN 'reject' THEN 'rejected'
-                                 ELSE 'withdrawn' END,
-        decided_by = mt5credit.person(), decided_at = clock_timestamp(),
-        decision_note = p_note, result_credit_id = v_new
-    WHERE id = p.id AND status = 'proposed';
-
-    -- approved: the case waits for the worker's outcome and a person's
-    -- resolution; rejected or withdrawn: back to whoever had it
-    UPDATE "case"
-    SET status = CASE WHEN p_decision = 'approve' THEN 'pending_resolution'
-                      WHEN c.assigned_to IS NOT NULL THEN 'assigned'
-                      ELSE 'open' END
-    WHERE id = c.id;
-
-    PERFORM desk_record(c.id, p_decision,
-        jsonb_build_object('status', c.status, 'proposal', p.id,
-                           'credit_status', v_cr.status),
-        jsonb_build_object('proposal_status', p_decision,
-                           'credit', p.credit_id,
-                           'correction_credit', v_new),
-        p_note, NULL);
-    RETURN coalesce(v_new, p.credit_id);
+    RETURN withdrawal_case_decide(p, p_decision, p_note);
 END
 $$;
 
@@ -730,80 +602,18 @@ CREATE FUNCTION mt5credit.case_propose(p_case bigint, p_action text, p_credit_id
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
 DECLARE
-    c       "case" := desk_case(p_case);
-    v_cr    mt5_credit;
-    v_id    bigint;
-    v_amount_minor  bigint;
+    c  "case" := desk_case(p_case);
 BEGIN
+    IF c.kind <> 'withdrawal_hold' THEN
+        RETURN credit_case_propose(p_case, p_action, p_credit_id, p_amount,
+                                   p_note, p_evidence);
+    END IF;
     PERFORM desk_require_open(c);
-    SELECT * INTO v_cr FROM mt5_credit
-    WHERE id = coalesce(p_credit_id, c.credit_id);
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'case %: which credit? none given and none on the '
-                        'case', p_case USING ERRCODE = 'MC048';
+    IF p_credit_id IS NOT NULL OR p_amount IS NOT NULL THEN
+        RAISE EXCEPTION 'case %: a withdrawal''s hold takes no credit and '
+                        'no amount', p_case USING ERRCODE = 'MC048';
     END IF;
-    IF p_action = 'settle_failed' THEN
-        -- 032: an unknown credit settled as failed, on evidence
-        IF v_cr.status <> 'unknown' THEN
-            RAISE EXCEPTION 'credit % is %: only an unknown credit is '
-                            'settled', v_cr.id, v_cr.status
-                USING ERRCODE = 'MC048';
-        END IF;
-        IF jsonb_array_length(coalesce(p_evidence, '[]')) = 0 THEN
-            RAISE EXCEPTION 'settling credit % as failed needs evidence that '
-                            'it has no deal (--evidence)', v_cr.id
-                USING ERRCODE = 'MC048';
-        END IF;
-    END IF;
-    -- 079: a hold is released or returned while the credit is held
-    IF p_action IN ('release_hold', 'return_hold')
-       AND v_cr.status <> 'held'
-    THEN
-        RAISE EXCEPTION 'credit % is %: only a held credit is released or '
-                        'returned', v_cr.id, v_cr.status
-            USING ERRCODE = 'MC048';
-    END IF;
-    IF p_action = 'requeue_credit' AND v_cr.status <> 'failed' THEN
-        RAISE EXCEPTION 'credit % is %: only a failed credit can be '
-                        're-queued', v_cr.id, v_cr.status
-            USING ERRCODE = 'MC048';
-    END IF;
-    -- a correction is claimed only once the credit it adjusts is done:
-    -- proposed for one that is not, it would wait for ever (023)
-    IF p_action IN ('correcting_credit', 'correcting_debit')
-       AND v_cr.status <> 'done'
-    THEN
-        RAISE EXCEPTION 'credit % is %: a correction adjusts a done credit; '
-                        'settle this one first', v_cr.id, v_cr.status
-            USING ERRCODE = 'MC048';
-    END IF;
-    IF p_action IN ('correcting_credit', 'correcting_debit') THEN
-        v_amount_minor := exact_minor(p_amount, v_cr.currency,
-                                      'a correction', '12.50');
-    END IF;
-
-    -- 065: through the console, the person's code for this proposal
-    PERFORM step_up_require('propose', p_case::text, p_action,
-                            p_credit_id::text, p_amount);
-
-    INSERT INTO money_proposal (case_id, action, credit_id, amount_minor,
-                                currency, note, evidence, proposed_by)
-    VALUES (p_case, p_action, v_cr.id,
-            v_amount_minor,
-            CASE WHEN p_action IN ('correcting_credit', 'correcting_debit')
-                 THEN v_cr.currency END,
-            p_note, coalesce(p_evidence, '[]'), mt5credit.person())
-    RETURNING id INTO v_id;
-
-    UPDATE "case" SET status = 'pending_resolution' WHERE id = p_case;
-    PERFORM desk_record(p_case, 'propose',
-        jsonb_build_object('status', c.status),
-        jsonb_build_object('status', 'pending_resolution', 'proposal', v_id,
-                           'action', p_action, 'credit', v_cr.id,
-                           'amount_minor', v_amount_minor,
-                           'currency', v_cr.currency),
-        p_note, p_evidence);
-    RETURN v_id;
+    RETURN withdrawal_case_propose(c, p_action, p_note, p_evidence);
 END
 $$;
 
@@ -1647,6 +1457,248 @@ $$;
 
 
 ALTER FUNCTION mt5credit.credit_actor() OWNER TO mt5credit_owner;
+
+--
+-- Name: credit_case_decide(bigint, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.credit_case_decide(p_proposal bigint, p_decision text, p_note text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    p       money_proposal;
+    c       "case";
+    v_cr    mt5_credit;
+    v_new   bigint;
+    v_rows  integer;
+    v_from  timestamptz;
+BEGIN
+    SELECT * INTO p FROM money_proposal WHERE id = p_proposal FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no proposal %', p_proposal USING ERRCODE = 'MC044';
+    END IF;
+    c := desk_case(p.case_id);
+    PERFORM decision_allowed('proposal ' || p.id, p.status, p.proposed_by,
+                             p_decision);
+
+    IF p_decision = 'approve' THEN
+        -- 065: through the console, the person's code for this approval
+        PERFORM step_up_require('approve', p_proposal::text);
+
+        SELECT * INTO STRICT v_cr FROM mt5_credit WHERE id = p.credit_id
+        FOR UPDATE;
+        PERFORM set_config('mt5credit.actor', mt5credit.person(), true);
+        PERFORM set_config('mt5credit.detail',
+            jsonb_build_object('case', c.id, 'proposal', p.id,
+                               'proposed_by', p.proposed_by,
+                               'approved_by', mt5credit.person())::text, true);
+
+        IF p.action = 'settle_done' THEN
+            -- 033: the worker checks the deal at its next round; nothing
+            -- is recorded until it has
+            UPDATE mt5_credit
+            SET next_check_at = clock_timestamp()
+            WHERE id = v_cr.id AND status = 'unknown';
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows <> 1 THEN
+                RAISE EXCEPTION 'credit % is % now, no longer unknown: '
+                                'nothing settled', v_cr.id, v_cr.status
+                    USING ERRCODE = 'MC048';
+            END IF;
+        ELSIF p.action = 'settle_failed' THEN
+            -- 032: an unknown credit two people found has no deal
+            UPDATE mt5_credit
+            SET status = 'failed', next_check_at = NULL, updated_at = now()
+            WHERE id = v_cr.id AND status = 'unknown';
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows <> 1 THEN
+                RAISE EXCEPTION 'credit % is % now, no longer unknown: '
+                                'nothing settled', v_cr.id, v_cr.status
+                    USING ERRCODE = 'MC048';
+            END IF;
+        ELSIF p.action = 'requeue_credit' THEN
+            UPDATE mt5_credit
+            SET status = 'pending', claimed_at = NULL, claimed_by = NULL,
+                lease_expires_at = NULL, updated_at = now()
+            WHERE id = v_cr.id AND status = 'failed';
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows <> 1 THEN
+                RAISE EXCEPTION 'credit % is % now, no longer failed: '
+                                'nothing re-queued', v_cr.id, v_cr.status
+                    USING ERRCODE = 'MC048';
+            END IF;
+        ELSIF p.action = 'release_hold' THEN
+            -- 079: released, it goes where any new credit goes: to the
+            -- queue, or, within a week of a rewind, to a lookup first (the
+            -- lost timeline may have released and credited it already)
+            v_from := (SELECT min(r.lost_from) FROM database_rewind r
+                       WHERE r.at > clock_timestamp() - interval '7 days');
+            UPDATE mt5_credit
+            SET status = CASE WHEN v_from IS NULL THEN 'pending'
+                              ELSE 'unknown' END,
+                attempts = attempts + CASE WHEN v_from IS NULL THEN 0
+                                           ELSE 1 END,
+                lease_expires_at = CASE WHEN v_from IS NOT NULL
+                                        THEN clock_timestamp() END,
+                next_check_at = NULL,
+                look_from = CASE WHEN v_from IS NOT NULL
+                                 THEN least(coalesce(look_from, v_from),
+                                            v_from)
+                                 ELSE look_from END
+            WHERE id = v_cr.id AND status = 'held';
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows <> 1 THEN
+                RAISE EXCEPTION 'credit % is % now, no longer held: '
+                                'nothing released', v_cr.id, v_cr.status
+                    USING ERRCODE = 'MC048';
+            END IF;
+        ELSIF p.action = 'return_hold' THEN
+            -- 079: never credited; the payment goes back to its source
+            -- through the provider, which a person does there
+            UPDATE mt5_credit
+            SET status = 'failed', next_check_at = NULL
+            WHERE id = v_cr.id AND status = 'held';
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows <> 1 THEN
+                RAISE EXCEPTION 'credit % is % now, no longer held: '
+                                'nothing returned', v_cr.id, v_cr.status
+                    USING ERRCODE = 'MC048';
+            END IF;
+        ELSE
+            INSERT INTO mt5_credit (kind, direction, original_credit_id,
+                                    deposit_id, provider, provider_payment_id,
+                                    mt5_server, mt5_login, amount_minor,
+                                    currency, paid_amount_minor,
+                                    paid_currency)
+            VALUES ('correction',
+                    CASE p.action WHEN 'correcting_credit' THEN 'credit'
+                                  ELSE 'debit' END,
+                    v_cr.id, v_cr.deposit_id, v_cr.provider,
+                    'correction:' || p.id, v_cr.mt5_server, v_cr.mt5_login,
+                    p.amount_minor, p.currency, p.amount_minor, p.currency)
+            RETURNING id INTO v_new;
+        END IF;
+    END IF;
+
+    UPDATE money_proposal
+    SET status = CASE p_decision WHEN 'approve' THEN 'approved'
+                                 WHEN 'reject' THEN 'rejected'
+                                 ELSE 'withdrawn' END,
+        decided_by = mt5credit.person(), decided_at = clock_timestamp(),
+        decision_note = p_note, result_credit_id = v_new
+    WHERE id = p.id AND status = 'proposed';
+
+    -- approved: the case waits for the worker's outcome and a person's
+    -- resolution; rejected or withdrawn: back to whoever had it
+    UPDATE "case"
+    SET status = CASE WHEN p_decision = 'approve' THEN 'pending_resolution'
+                      WHEN c.assigned_to IS NOT NULL THEN 'assigned'
+                      ELSE 'open' END
+    WHERE id = c.id;
+
+    PERFORM desk_record(c.id, p_decision,
+        jsonb_build_object('status', c.status, 'proposal', p.id,
+                           'credit_status', v_cr.status),
+        jsonb_build_object('proposal_status', p_decision,
+                           'credit', p.credit_id,
+                           'correction_credit', v_new),
+        p_note, NULL);
+    RETURN coalesce(v_new, p.credit_id);
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.credit_case_decide(p_proposal bigint, p_decision text, p_note text) OWNER TO mt5credit_owner;
+
+--
+-- Name: credit_case_propose(bigint, text, bigint, text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.credit_case_propose(p_case bigint, p_action text, p_credit_id bigint, p_amount text, p_note text, p_evidence jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    c       "case" := desk_case(p_case);
+    v_cr    mt5_credit;
+    v_id    bigint;
+    v_amount_minor  bigint;
+BEGIN
+    PERFORM desk_require_open(c);
+    SELECT * INTO v_cr FROM mt5_credit
+    WHERE id = coalesce(p_credit_id, c.credit_id);
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'case %: which credit? none given and none on the '
+                        'case', p_case USING ERRCODE = 'MC048';
+    END IF;
+    IF p_action = 'settle_failed' THEN
+        -- 032: an unknown credit settled as failed, on evidence
+        IF v_cr.status <> 'unknown' THEN
+            RAISE EXCEPTION 'credit % is %: only an unknown credit is '
+                            'settled', v_cr.id, v_cr.status
+                USING ERRCODE = 'MC048';
+        END IF;
+        IF jsonb_array_length(coalesce(p_evidence, '[]')) = 0 THEN
+            RAISE EXCEPTION 'settling credit % as failed needs evidence that '
+                            'it has no deal (--evidence)', v_cr.id
+                USING ERRCODE = 'MC048';
+        END IF;
+    END IF;
+    -- 079: a hold is released or returned while the credit is held
+    IF p_action IN ('release_hold', 'return_hold')
+       AND v_cr.status <> 'held'
+    THEN
+        RAISE EXCEPTION 'credit % is %: only a held credit is released or '
+                        'returned', v_cr.id, v_cr.status
+            USING ERRCODE = 'MC048';
+    END IF;
+    IF p_action = 'requeue_credit' AND v_cr.status <> 'failed' THEN
+        RAISE EXCEPTION 'credit % is %: only a failed credit can be '
+                        're-queued', v_cr.id, v_cr.status
+            USING ERRCODE = 'MC048';
+    END IF;
+    -- a correction is claimed only once the credit it adjusts is done:
+    -- proposed for one that is not, it would wait for ever (023)
+    IF p_action IN ('correcting_credit', 'correcting_debit')
+       AND v_cr.status <> 'done'
+    THEN
+        RAISE EXCEPTION 'credit % is %: a correction adjusts a done credit; '
+                        'settle this one first', v_cr.id, v_cr.status
+            USING ERRCODE = 'MC048';
+    END IF;
+    IF p_action IN ('correcting_credit', 'correcting_debit') THEN
+        v_amount_minor := exact_minor(p_amount, v_cr.currency,
+                                      'a correction', '12.50');
+    END IF;
+
+    -- 065: through the console, the person's code for this proposal
+    PERFORM step_up_require('propose', p_case::text, p_action,
+                            p_credit_id::text, p_amount);
+
+    INSERT INTO money_proposal (case_id, action, credit_id, amount_minor,
+                                currency, note, evidence, proposed_by)
+    VALUES (p_case, p_action, v_cr.id,
+            v_amount_minor,
+            CASE WHEN p_action IN ('correcting_credit', 'correcting_debit')
+                 THEN v_cr.currency END,
+            p_note, coalesce(p_evidence, '[]'), mt5credit.person())
+    RETURNING id INTO v_id;
+
+    UPDATE "case" SET status = 'pending_resolution' WHERE id = p_case;
+    PERFORM desk_record(p_case, 'propose',
+        jsonb_build_object('status', c.status),
+        jsonb_build_object('status', 'pending_resolution', 'proposal', v_id,
+                           'action', p_action, 'credit', v_cr.id,
+                           'amount_minor', v_amount_minor,
+                           'currency', v_cr.currency),
+        p_note, p_evidence);
+    RETURN v_id;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.credit_case_propose(p_case bigint, p_action text, p_credit_id bigint, p_amount text, p_note text, p_evidence jsonb) OWNER TO mt5credit_owner;
 
 --
 -- Name: credit_detail(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -2859,6 +2911,29 @@ $_$;
 ALTER FUNCTION mt5credit.exact_minor(p_amount text, p_currency text, p_what text, p_example text) OWNER TO mt5credit_owner;
 
 --
+-- Name: exact_volume(text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.exact_volume(p_lots text, p_what text) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $_$
+BEGIN
+    IF p_lots IS NULL OR p_lots !~ '^[0-9]{1,9}(\.[0-9]{1,4})?$'
+       OR p_lots::numeric = 0
+    THEN
+        RAISE EXCEPTION '% needs a volume in lots like 0.5, at most 4 '
+                        'decimals, not "%"', p_what, coalesce(p_lots, '')
+            USING ERRCODE = 'MC048';
+    END IF;
+    RETURN (p_lots::numeric * 10000)::bigint;
+END
+$_$;
+
+
+ALTER FUNCTION mt5credit.exact_volume(p_lots text, p_what text) OWNER TO mt5credit_owner;
+
+--
 -- Name: ingest(text, text, bytea, text, bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -4042,13 +4117,13 @@ CREATE FUNCTION mt5credit.money_proposal_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF (NEW.case_id, NEW.action, NEW.credit_id, NEW.amount_minor,
-        NEW.currency, NEW.note, NEW.evidence, NEW.proposed_by,
-        NEW.proposed_at, NEW.deal_ticket)
+    IF (NEW.case_id, NEW.action, NEW.credit_id, NEW.withdrawal_id,
+        NEW.amount_minor, NEW.currency, NEW.note, NEW.evidence,
+        NEW.proposed_by, NEW.proposed_at, NEW.deal_ticket)
        IS DISTINCT FROM
-       (OLD.case_id, OLD.action, OLD.credit_id, OLD.amount_minor,
-        OLD.currency, OLD.note, OLD.evidence, OLD.proposed_by,
-        OLD.proposed_at, OLD.deal_ticket)
+       (OLD.case_id, OLD.action, OLD.credit_id, OLD.withdrawal_id,
+        OLD.amount_minor, OLD.currency, OLD.note, OLD.evidence,
+        OLD.proposed_by, OLD.proposed_at, OLD.deal_ticket)
     THEN
         RAISE EXCEPTION 'proposal % cannot change after it was made: '
                         'withdraw it and propose again', OLD.id
@@ -8107,7 +8182,9 @@ DECLARE
 BEGIN
     -- no rule for this credit, nothing to judge: ingest pays one probe
     IF NOT EXISTS (SELECT 1 FROM risk_rule k
-                   WHERE (k.currency IS NULL OR k.currency = NEW.currency)
+                   WHERE k.rule NOT IN ('withdrawal_amount',
+                                        'withdrawal_trading')
+                     AND (k.currency IS NULL OR k.currency = NEW.currency)
                      AND (k.provider IS NULL OR k.provider = NEW.provider))
     THEN
         RETURN NEW;
@@ -8122,7 +8199,8 @@ BEGIN
 
     FOR r IN
         SELECT * FROM risk_rule k
-        WHERE (k.currency IS NULL OR k.currency = NEW.currency)
+        WHERE k.rule NOT IN ('withdrawal_amount', 'withdrawal_trading')
+          AND (k.currency IS NULL OR k.currency = NEW.currency)
           AND (k.provider IS NULL OR k.provider = NEW.provider)
         ORDER BY k.rule, k.id
     LOOP
@@ -8209,6 +8287,24 @@ $$;
 ALTER FUNCTION mt5credit.risk_check() OWNER TO mt5credit_owner;
 
 --
+-- Name: risk_limit_text(bigint, integer, bigint, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_limit_text(p_minor bigint, p_count integer, p_volume bigint, p_currency text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT coalesce(p_count::text,
+                    trim_scale(p_volume / 10000.0)::text,
+                    (SELECT trim_scale(p_minor
+                                       / (10::numeric ^ k.minor_digits))::text
+                     FROM currency k WHERE k.code = p_currency))
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_limit_text(p_minor bigint, p_count integer, p_volume bigint, p_currency text) OWNER TO mt5credit_owner;
+
+--
 -- Name: risk_rule_change_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -8218,12 +8314,12 @@ CREATE FUNCTION mt5credit.risk_rule_change_guard() RETURNS trigger
     AS $$
 BEGIN
     IF (NEW.rule, NEW.currency, NEW.provider, NEW.limit_minor,
-        NEW.limit_count, NEW.remove, NEW.note, NEW.proposed_by,
-        NEW.proposed_at)
+        NEW.limit_count, NEW.limit_volume, NEW.remove, NEW.note,
+        NEW.proposed_by, NEW.proposed_at)
        IS DISTINCT FROM
        (OLD.rule, OLD.currency, OLD.provider, OLD.limit_minor,
-        OLD.limit_count, OLD.remove, OLD.note, OLD.proposed_by,
-        OLD.proposed_at)
+        OLD.limit_count, OLD.limit_volume, OLD.remove, OLD.note,
+        OLD.proposed_by, OLD.proposed_at)
     THEN
         RAISE EXCEPTION 'rule change % cannot change after it was made: '
                         'withdraw it and propose again', OLD.id
@@ -8249,13 +8345,11 @@ CREATE FUNCTION mt5credit.risk_rule_changes(p_limit integer) RETURNS TABLE(id bi
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
     SELECT c.id, c.status, c.rule, c.currency, c.provider,
-           coalesce(c.limit_count::text,
-                    trim_scale(c.limit_minor
-                               / (10::numeric ^ k.minor_digits))::text),
+           risk_limit_text(c.limit_minor, c.limit_count, c.limit_volume,
+                           c.currency),
            c.remove, c.note, c.proposed_by, c.proposed_at, c.decided_by,
            c.decided_at, c.decision_note, c.rule_before
     FROM risk_rule_change c
-    LEFT JOIN currency k ON k.code = c.currency
     ORDER BY c.id DESC
     LIMIT least(greatest(coalesce(p_limit, 50), 1), 1000)
 $$;
@@ -8299,12 +8393,13 @@ BEGIN
             DELETE FROM risk_rule WHERE id = v_old.id;
         ELSE
             INSERT INTO risk_rule (rule, currency, provider, limit_minor,
-                                   limit_count, change_id)
+                                   limit_count, limit_volume, change_id)
             VALUES (c.rule, c.currency, c.provider, c.limit_minor,
-                    c.limit_count, c.id)
+                    c.limit_count, c.limit_volume, c.id)
             ON CONFLICT (rule, currency, provider) DO UPDATE
             SET limit_minor = EXCLUDED.limit_minor,
                 limit_count = EXCLUDED.limit_count,
+                limit_volume = EXCLUDED.limit_volume,
                 change_id = EXCLUDED.change_id
             RETURNING id INTO v_rule;
         END IF;
@@ -8335,9 +8430,10 @@ CREATE FUNCTION mt5credit.risk_rule_propose(p_rule text, p_currency text, p_prov
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $_$
 DECLARE
-    v_minor  bigint;
-    v_count  integer;
-    v_id     bigint;
+    v_minor   bigint;
+    v_count   integer;
+    v_volume  bigint;
+    v_id      bigint;
 BEGIN
     IF coalesce(p_remove, false) THEN
         IF p_limit IS NOT NULL THEN
@@ -8354,7 +8450,9 @@ BEGIN
                             coalesce(p_provider, 'any')
                 USING ERRCODE = 'MC048';
         END IF;
-    ELSIF p_rule IN ('credit_amount', 'login_sum_24h', 'client_sum_24h') THEN
+    ELSIF p_rule IN ('credit_amount', 'login_sum_24h', 'client_sum_24h',
+                     'withdrawal_amount')
+    THEN
         v_minor := exact_minor(p_limit, p_currency, 'rule ' || p_rule,
                                '5000.00');
     ELSIF p_rule IN ('login_count_24h', 'client_count_24h') THEN
@@ -8364,6 +8462,8 @@ BEGIN
                 USING ERRCODE = 'MC048';
         END IF;
         v_count := p_limit::integer;
+    ELSIF p_rule = 'withdrawal_trading' THEN
+        v_volume := exact_volume(p_limit, 'rule ' || p_rule);
     ELSIF p_rule IN ('first_deposit', 'first_provider') THEN
         IF p_limit IS NOT NULL THEN
             RAISE EXCEPTION 'rule % takes no limit', p_rule
@@ -8375,8 +8475,9 @@ BEGIN
     END IF;
 
     INSERT INTO risk_rule_change (rule, currency, provider, limit_minor,
-                                  limit_count, remove, note, proposed_by)
-    VALUES (p_rule, p_currency, p_provider, v_minor, v_count,
+                                  limit_count, limit_volume, remove, note,
+                                  proposed_by)
+    VALUES (p_rule, p_currency, p_provider, v_minor, v_count, v_volume,
             coalesce(p_remove, false), p_note, mt5credit.person())
     RETURNING id INTO v_id;
     RETURN v_id;
@@ -8395,13 +8496,11 @@ CREATE FUNCTION mt5credit.risk_rules() RETURNS TABLE(rule text, currency text, p
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
     SELECT r.rule, r.currency, r.provider,
-           coalesce(r.limit_count::text,
-                    trim_scale(r.limit_minor
-                               / (10::numeric ^ k.minor_digits))::text),
+           risk_limit_text(r.limit_minor, r.limit_count, r.limit_volume,
+                           r.currency),
            r.change_id, c.proposed_by, c.decided_by, c.decided_at
     FROM risk_rule r
     JOIN risk_rule_change c ON c.id = r.change_id
-    LEFT JOIN currency k ON k.code = r.currency
     ORDER BY r.rule, r.currency NULLS FIRST, r.provider NULLS FIRST
 $$;
 
@@ -8420,11 +8519,14 @@ CREATE TABLE mt5credit.risk_rule (
     limit_minor bigint,
     limit_count integer,
     change_id bigint NOT NULL,
-    CONSTRAINT risk_rule_check CHECK (((limit_minor IS NOT NULL) = (rule = ANY (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text])))),
+    limit_volume bigint,
+    CONSTRAINT risk_rule_check CHECK (((limit_minor IS NOT NULL) = (rule = ANY (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text, 'withdrawal_amount'::text])))),
     CONSTRAINT risk_rule_check1 CHECK (((limit_count IS NOT NULL) = (rule = ANY (ARRAY['login_count_24h'::text, 'client_count_24h'::text])))),
-    CONSTRAINT risk_rule_check2 CHECK (((rule <> ALL (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text])) OR (currency IS NOT NULL))),
+    CONSTRAINT risk_rule_check2 CHECK (((rule <> ALL (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text, 'withdrawal_amount'::text])) OR (currency IS NOT NULL))),
     CONSTRAINT risk_rule_limit_count_check CHECK ((limit_count > 0)),
-    CONSTRAINT risk_rule_limit_minor_check CHECK ((limit_minor > 0))
+    CONSTRAINT risk_rule_limit_minor_check CHECK ((limit_minor > 0)),
+    CONSTRAINT risk_rule_limit_volume_check CHECK ((limit_volume > 0)),
+    CONSTRAINT risk_rule_volume CHECK (((limit_volume IS NOT NULL) = (rule = 'withdrawal_trading'::text)))
 );
 
 
@@ -8438,6 +8540,13 @@ COMMENT ON TABLE mt5credit.risk_rule IS 'The risk rules in force (079): each app
 
 
 --
+-- Name: COLUMN risk_rule.limit_volume; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.risk_rule.limit_volume IS 'withdrawal_trading''s least volume, in MT5''s unit of 1/10000 lot (080): less traded since the last deposit holds the withdrawal.';
+
+
+--
 -- Name: risk_trip(mt5credit.risk_rule, numeric, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -8448,7 +8557,7 @@ CREATE FUNCTION mt5credit.risk_trip(r mt5credit.risk_rule, p_observed numeric, p
                'rule', r.rule, 'rule_id', r.id, 'change', r.change_id,
                'currency', r.currency, 'provider', r.provider,
                'limit_minor', r.limit_minor, 'limit_count', r.limit_count,
-               'observed', p_observed))
+               'limit_volume', r.limit_volume, 'observed', p_observed))
            || coalesce(p_detail, '{}')
 $$;
 
@@ -8600,7 +8709,7 @@ CREATE TABLE mt5credit.money_proposal (
     id bigint NOT NULL,
     case_id bigint NOT NULL,
     action text NOT NULL,
-    credit_id bigint NOT NULL,
+    credit_id bigint,
     amount_minor bigint,
     currency text,
     note text NOT NULL,
@@ -8613,6 +8722,7 @@ CREATE TABLE mt5credit.money_proposal (
     decision_note text,
     result_credit_id bigint,
     deal_ticket bigint,
+    withdrawal_id bigint,
     CONSTRAINT money_proposal_action_check CHECK ((action = ANY (ARRAY['requeue_credit'::text, 'correcting_credit'::text, 'correcting_debit'::text, 'settle_failed'::text, 'settle_done'::text, 'release_hold'::text, 'return_hold'::text]))),
     CONSTRAINT money_proposal_amount_for_corrections CHECK (((action = ANY (ARRAY['correcting_credit'::text, 'correcting_debit'::text])) = ((amount_minor IS NOT NULL) AND (currency IS NOT NULL)))),
     CONSTRAINT money_proposal_amount_minor_check CHECK ((amount_minor > 0)),
@@ -8622,10 +8732,12 @@ CREATE TABLE mt5credit.money_proposal (
     CONSTRAINT money_proposal_evidence_check CHECK ((jsonb_typeof(evidence) = 'array'::text)),
     CONSTRAINT money_proposal_four_eyes CHECK (((status = ANY (ARRAY['proposed'::text, 'withdrawn'::text])) OR (decided_by <> proposed_by))),
     CONSTRAINT money_proposal_note_check CHECK (((length(note) >= 1) AND (length(note) <= 4000))),
+    CONSTRAINT money_proposal_one_subject CHECK (((credit_id IS NULL) <> (withdrawal_id IS NULL))),
     CONSTRAINT money_proposal_result_for_corrections CHECK (((result_credit_id IS NOT NULL) = ((status = 'approved'::text) AND (action = ANY (ARRAY['correcting_credit'::text, 'correcting_debit'::text]))))),
     CONSTRAINT money_proposal_settle_has_evidence CHECK (((action <> ALL (ARRAY['settle_failed'::text, 'settle_done'::text])) OR (jsonb_array_length(evidence) > 0))),
     CONSTRAINT money_proposal_status_check CHECK ((status = ANY (ARRAY['proposed'::text, 'approved'::text, 'rejected'::text, 'withdrawn'::text]))),
-    CONSTRAINT money_proposal_ticket_for_settle_done CHECK (((action = 'settle_done'::text) = (deal_ticket IS NOT NULL)))
+    CONSTRAINT money_proposal_ticket_for_settle_done CHECK (((action = 'settle_done'::text) = (deal_ticket IS NOT NULL))),
+    CONSTRAINT money_proposal_withdrawal_holds_only CHECK (((withdrawal_id IS NULL) OR (action = ANY (ARRAY['release_hold'::text, 'return_hold'::text]))))
 );
 
 
@@ -9495,6 +9607,9 @@ END)) STORED NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     plan_no integer,
     plan_digest text,
+    held_for jsonb,
+    trading_after bigint,
+    trading jsonb,
     CONSTRAINT withdrawal_amount_minor_check CHECK ((amount_minor > 0)),
     CONSTRAINT withdrawal_approved_as_asked CHECK (((approved_digest IS NULL) OR ((approved_digest = prepared_digest) AND (approved_digest =
 CASE
@@ -9506,13 +9621,17 @@ END)))),
     CONSTRAINT withdrawal_check2 CHECK (((status = 'approved'::text) = ((approved_by IS NOT NULL) AND (approved_at IS NOT NULL) AND (approved_digest IS NOT NULL)))),
     CONSTRAINT withdrawal_destination_check CHECK ((destination ~ '^[A-Za-z0-9_.:-]{1,255}$'::text)),
     CONSTRAINT withdrawal_four_eyes CHECK (((approved_by IS NULL) OR (approved_by <> prepared_by))),
+    CONSTRAINT withdrawal_held_for_shape CHECK (((held_for IS NULL) OR ((jsonb_typeof(held_for) = 'array'::text) AND (jsonb_array_length(held_for) > 0)))),
+    CONSTRAINT withdrawal_held_has_reason CHECK (((status <> 'held'::text) OR (held_for IS NOT NULL))),
     CONSTRAINT withdrawal_idempotency_key_check CHECK ((idempotency_key ~ '^[A-Za-z0-9_.:-]{8,128}$'::text)),
     CONSTRAINT withdrawal_note_check CHECK ((length(note) <= 4000)),
     CONSTRAINT withdrawal_plan_digest_check CHECK ((plan_digest ~ '^[0-9a-f]{32}$'::text)),
     CONSTRAINT withdrawal_plan_no_check CHECK ((plan_no > 0)),
     CONSTRAINT withdrawal_plan_prepared CHECK ((((plan_digest IS NULL) = (plan_no IS NULL)) AND ((plan_digest IS NULL) OR (prepared_digest IS NOT NULL)))),
     CONSTRAINT withdrawal_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
-    CONSTRAINT withdrawal_status_check CHECK ((status = ANY (ARRAY['requested'::text, 'prepared'::text, 'approved'::text, 'rejected'::text, 'cancelled'::text])))
+    CONSTRAINT withdrawal_status_check CHECK ((status = ANY (ARRAY['requested'::text, 'prepared'::text, 'approved'::text, 'rejected'::text, 'cancelled'::text, 'held'::text]))),
+    CONSTRAINT withdrawal_trading_looked CHECK (((status <> ALL (ARRAY['prepared'::text, 'approved'::text])) OR (trading_after IS NULL) OR (trading IS NOT NULL))),
+    CONSTRAINT withdrawal_trading_shape CHECK (((trading IS NULL) OR ((trading_after IS NOT NULL) AND (jsonb_typeof(trading) = 'object'::text))))
 );
 
 
@@ -9523,6 +9642,27 @@ ALTER TABLE mt5credit.withdrawal OWNER TO mt5credit_owner;
 --
 
 COMMENT ON TABLE mt5credit.withdrawal IS 'A client''s request to take money out of an MT5 account, and its maker-checker approval; the approved digest is what may be paid.';
+
+
+--
+-- Name: COLUMN withdrawal.held_for; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.withdrawal.held_for IS 'Every risk rule that held this withdrawal, each with its figures and the hold''s number (080); NULL: never held.  It only grows.';
+
+
+--
+-- Name: COLUMN withdrawal.trading_after; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.withdrawal.trading_after IS 'The login''s last credited deposit when the withdrawal was asked, under a withdrawal_trading rule: the trading since its deal is read from MT5 before the withdrawal can be prepared (080).';
+
+
+--
+-- Name: COLUMN withdrawal.trading; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.withdrawal.trading IS 'What the worker read from MT5: the volume and count of the login''s trades after trading_after''s deal, and the window (080).';
 
 
 --
@@ -9551,6 +9691,27 @@ $$;
 
 
 ALTER FUNCTION mt5credit.withdrawal_amend(p_client_id text, p_reference text, p_amount_minor bigint, p_destination text) OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_amount_trips(mt5credit.withdrawal, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_amount_trips(w mt5credit.withdrawal, p_hold integer) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT coalesce(jsonb_agg(risk_trip(r, w.amount_minor,
+                                        jsonb_build_object('hold', p_hold))
+                              ORDER BY r.id), '[]')
+    FROM risk_rule r
+    WHERE r.rule = 'withdrawal_amount'
+      AND r.currency = w.currency
+      AND (r.provider IS NULL OR r.provider = w.provider)
+      AND w.amount_minor > r.limit_minor
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_amount_trips(w mt5credit.withdrawal, p_hold integer) OWNER TO mt5credit_owner;
 
 --
 -- Name: withdrawal_approve(text, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -9623,6 +9784,117 @@ $$;
 
 
 ALTER FUNCTION mt5credit.withdrawal_approve(p_reference text, p_digest text, p_note text) OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_case_decide(mt5credit.money_proposal, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_case_decide(p mt5credit.money_proposal, p_decision text, p_note text) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    c       "case" := desk_case(p.case_id);
+    w       withdrawal;
+    v_rows  integer;
+BEGIN
+    PERFORM decision_allowed('proposal ' || p.id, p.status, p.proposed_by,
+                             p_decision);
+    SELECT * INTO STRICT w FROM withdrawal WHERE id = p.withdrawal_id
+    FOR UPDATE;
+
+    IF p_decision = 'approve' THEN
+        PERFORM step_up_require('approve', p.id::text);
+        -- released: asked again, for the usual maker and checker;
+        -- returned: rejected, nothing leaves the MT5 account
+        UPDATE withdrawal
+        SET status = CASE p.action WHEN 'release_hold' THEN 'requested'
+                                   ELSE 'rejected' END,
+            decided_by = CASE p.action WHEN 'return_hold'
+                              THEN mt5credit.person() END,
+            note = CASE p.action WHEN 'return_hold' THEN p.note
+                                 ELSE note END
+        WHERE id = w.id AND status = 'held';
+        GET DIAGNOSTICS v_rows = ROW_COUNT;
+        IF v_rows <> 1 THEN
+            RAISE EXCEPTION 'withdrawal % is % now, no longer held: '
+                            'nothing decided', w.reference, w.status
+                USING ERRCODE = 'MC048';
+        END IF;
+    END IF;
+
+    UPDATE money_proposal
+    SET status = CASE p_decision WHEN 'approve' THEN 'approved'
+                                 WHEN 'reject' THEN 'rejected'
+                                 ELSE 'withdrawn' END,
+        decided_by = mt5credit.person(), decided_at = clock_timestamp(),
+        decision_note = p_note
+    WHERE id = p.id AND status = 'proposed';
+
+    UPDATE "case"
+    SET status = CASE WHEN p_decision = 'approve' THEN 'pending_resolution'
+                      WHEN c.assigned_to IS NOT NULL THEN 'assigned'
+                      ELSE 'open' END
+    WHERE id = c.id;
+
+    PERFORM desk_record(c.id, p_decision,
+        jsonb_build_object('status', c.status, 'proposal', p.id,
+                           'withdrawal_status', w.status),
+        jsonb_build_object('proposal_status', p_decision,
+                           'withdrawal', w.id),
+        p_note, NULL);
+    RETURN w.id;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_case_decide(p mt5credit.money_proposal, p_decision text, p_note text) OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_case_propose(mt5credit."case", text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_case_propose(c mt5credit."case", p_action text, p_note text, p_evidence jsonb) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    w     withdrawal;
+    v_id  bigint;
+BEGIN
+    SELECT * INTO STRICT w FROM withdrawal
+    WHERE id = (c.details->'withdrawal'->>'id')::bigint;
+    IF p_action NOT IN ('release_hold', 'return_hold') THEN
+        RAISE EXCEPTION 'case %: a withdrawal''s hold is released or '
+                        'returned, nothing else (not %)', c.id, p_action
+            USING ERRCODE = 'MC048';
+    END IF;
+    IF w.status <> 'held' THEN
+        RAISE EXCEPTION 'withdrawal % is %: only a held withdrawal is '
+                        'released or returned', w.reference, w.status
+            USING ERRCODE = 'MC048';
+    END IF;
+
+    PERFORM step_up_require('propose', c.id::text, p_action, NULL, NULL);
+
+    INSERT INTO money_proposal (case_id, action, withdrawal_id, note,
+                                evidence, proposed_by)
+    VALUES (c.id, p_action, w.id, p_note, coalesce(p_evidence, '[]'),
+            mt5credit.person())
+    RETURNING id INTO v_id;
+
+    UPDATE "case" SET status = 'pending_resolution' WHERE id = c.id;
+    PERFORM desk_record(c.id, 'propose',
+        jsonb_build_object('status', c.status),
+        jsonb_build_object('status', 'pending_resolution', 'proposal', v_id,
+                           'action', p_action, 'withdrawal', w.id),
+        p_note, p_evidence);
+    RETURN v_id;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_case_propose(c mt5credit."case", p_action text, p_note text, p_evidence jsonb) OWNER TO mt5credit_owner;
 
 --
 -- Name: withdrawal_debit_after_rewind(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -9737,6 +10009,73 @@ $$;
 
 
 ALTER FUNCTION mt5credit.withdrawal_guard() OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_held_for_grows(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_held_for_grows() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF OLD.held_for IS NOT NULL
+       AND (NEW.held_for IS NULL
+            OR jsonb_array_length(NEW.held_for)
+               < jsonb_array_length(OLD.held_for)
+            OR (SELECT jsonb_agg(e ORDER BY n)
+                FROM jsonb_array_elements(NEW.held_for)
+                     WITH ORDINALITY AS x (e, n)
+                WHERE n <= jsonb_array_length(OLD.held_for))
+               <> OLD.held_for)
+    THEN
+        RAISE EXCEPTION 'withdrawal %: why it was held never changes',
+                        OLD.reference USING ERRCODE = 'MC011';
+    END IF;
+    IF OLD.trading IS NOT NULL
+       AND NEW.trading IS DISTINCT FROM OLD.trading
+       OR NEW.trading_after IS DISTINCT FROM OLD.trading_after
+    THEN
+        RAISE EXCEPTION 'withdrawal %: the trading it was judged on never '
+                        'changes', OLD.reference USING ERRCODE = 'MC011';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_held_for_grows() OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_on_hold(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_on_hold() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_hold   integer := jsonb_array_length(NEW.held_for);
+BEGIN
+    PERFORM open_case('withdrawal_hold', 'medium',
+        'withdrawal_hold:' || NEW.id || ':' || v_hold,
+        jsonb_build_object(
+            'held_for', (SELECT jsonb_agg(e) FROM jsonb_array_elements(
+                                                       NEW.held_for) e
+                         WHERE (e->>'hold')::integer = v_hold),
+            'withdrawal', jsonb_build_object(
+                'id', NEW.id, 'reference', NEW.reference,
+                'client', NEW.client_id, 'provider', NEW.provider,
+                'mt5_server', NEW.mt5_server, 'mt5_login', NEW.mt5_login,
+                'destination', NEW.destination, 'hold', v_hold),
+            'trading', NEW.trading),
+        NULL, NULL, NULL, NEW.amount_minor, NEW.currency);
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_on_hold() OWNER TO mt5credit_owner;
 
 --
 -- Name: withdrawal_payable(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -10007,7 +10346,7 @@ CREATE FUNCTION mt5credit.withdrawal_progress(p_client_id text, p_reference text
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
     SELECT CASE
-           WHEN w.status IN ('requested', 'prepared') THEN 'in_review'
+           WHEN w.status IN ('requested', 'prepared', 'held') THEN 'in_review'
            WHEN w.status IN ('rejected', 'cancelled') THEN w.status
            WHEN c.status = 'failed' THEN 'declined'
            WHEN c.status IS DISTINCT FROM 'done' OR l.n = 0 THEN 'processing'
@@ -10239,6 +10578,58 @@ $$;
 ALTER FUNCTION mt5credit.withdrawal_request(p_client_id text, p_idempotency_key text, p_provider text, p_mt5_server text, p_mt5_login bigint, p_amount_minor bigint, p_currency text, p_destination text) OWNER TO mt5credit_owner;
 
 --
+-- Name: withdrawal_risk_check(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_risk_check() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_trips  jsonb;
+    v_hold   integer := coalesce(jsonb_array_length(NEW.held_for), 0) + 1;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF EXISTS (SELECT 1 FROM risk_rule r
+                   WHERE r.rule = 'withdrawal_trading'
+                     AND (r.currency IS NULL OR r.currency = NEW.currency)
+                     AND (r.provider IS NULL OR r.provider = NEW.provider))
+        THEN
+            SELECT c.id INTO NEW.trading_after
+            FROM mt5_credit c
+            WHERE c.mt5_server = NEW.mt5_server
+              AND c.mt5_login = NEW.mt5_login
+              AND c.kind = 'deposit' AND c.status = 'done'
+            ORDER BY c.mt5_deal_ticket DESC
+            LIMIT 1;
+        END IF;
+    ELSIF NEW.status = 'prepared' AND OLD.status <> 'prepared'
+          AND NEW.trading_after IS NOT NULL AND NEW.trading IS NULL
+    THEN
+        RAISE EXCEPTION 'withdrawal % waits for the worker to read the '
+                        'login''s trading from MT5 (rule '
+                        'withdrawal_trading): it cannot be prepared yet',
+                        NEW.reference USING ERRCODE = 'MC073';
+    ELSIF (NEW.amount_minor, NEW.currency, NEW.provider)
+          IS NOT DISTINCT FROM (OLD.amount_minor, OLD.currency, OLD.provider)
+          OR NEW.status <> 'requested'
+    THEN
+        RETURN NEW;
+    END IF;
+
+    v_trips := withdrawal_amount_trips(NEW, v_hold);
+    IF jsonb_array_length(v_trips) > 0 THEN
+        NEW.held_for := coalesce(NEW.held_for, '[]') || v_trips;
+        NEW.status := 'held';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_risk_check() OWNER TO mt5credit_owner;
+
+--
 -- Name: withdrawal_show(text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -10295,6 +10686,96 @@ $$;
 
 
 ALTER FUNCTION mt5credit.withdrawal_show(p_reference text) OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_trading_due(text[], integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_trading_due(p_servers text[], p_limit integer) RETURNS TABLE(id bigint, reference text, mt5_server text, mt5_login bigint, after_credit bigint, after_ticket bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT w.id, w.reference, w.mt5_server, w.mt5_login, c.id,
+           c.mt5_deal_ticket
+    FROM withdrawal w
+    JOIN mt5_credit c ON c.id = w.trading_after
+    WHERE w.trading_after IS NOT NULL AND w.trading IS NULL
+      AND w.status IN ('requested', 'held')
+      AND w.mt5_server = ANY (p_servers)
+    ORDER BY w.id
+    LIMIT least(greatest(coalesce(p_limit, 20), 1), 100)
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_trading_due(p_servers text[], p_limit integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_trading_record(bigint, bigint, bigint, integer, bigint, bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_trading_record(p_withdrawal bigint, p_after_ticket bigint, p_volume bigint, p_deals integer, p_from bigint, p_to bigint) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    w        withdrawal;
+    r        risk_rule;
+    v_seen   jsonb;
+    v_hold   integer;
+BEGIN
+    SELECT * INTO w FROM withdrawal WHERE id = p_withdrawal FOR UPDATE;
+    IF NOT FOUND OR w.trading_after IS NULL THEN
+        RAISE EXCEPTION 'withdrawal % has no trading to read', p_withdrawal
+            USING ERRCODE = 'MC073';
+    END IF;
+    IF w.trading IS NOT NULL OR w.status NOT IN ('requested', 'held') THEN
+        RETURN 'closed';
+    END IF;
+    IF p_after_ticket IS DISTINCT FROM
+       (SELECT c.mt5_deal_ticket FROM mt5_credit c
+        WHERE c.id = w.trading_after)
+    THEN
+        RAISE EXCEPTION 'withdrawal %: trading read after deal %, not '
+                        'after its deposit''s deal', w.reference,
+                        p_after_ticket USING ERRCODE = 'MC073';
+    END IF;
+    IF p_volume < 0 OR p_deals < 0 OR p_to < p_from THEN
+        RAISE EXCEPTION 'withdrawal %: an impossible reading', w.reference
+            USING ERRCODE = 'MC073';
+    END IF;
+
+    v_seen := jsonb_build_object('after_credit', w.trading_after,
+                                 'after_deal', p_after_ticket,
+                                 'volume', p_volume, 'deals', p_deals,
+                                 'from', p_from, 'to', p_to,
+                                 'read_at', clock_timestamp());
+
+    -- the strictest rule in force for it, if any is left
+    SELECT * INTO r FROM risk_rule k
+    WHERE k.rule = 'withdrawal_trading'
+      AND (k.currency IS NULL OR k.currency = w.currency)
+      AND (k.provider IS NULL OR k.provider = w.provider)
+    ORDER BY k.limit_volume DESC, k.id
+    LIMIT 1;
+
+    IF r.id IS NULL OR p_volume >= r.limit_volume THEN
+        UPDATE withdrawal SET trading = v_seen WHERE id = w.id;
+        RETURN 'passed';
+    END IF;
+
+    v_hold := coalesce(jsonb_array_length(w.held_for), 0) + 1;
+    UPDATE withdrawal
+    SET trading = v_seen, status = 'held',
+        held_for = coalesce(held_for, '[]')
+                   || jsonb_build_array(risk_trip(r, p_volume,
+                          v_seen || jsonb_build_object('hold', v_hold)))
+    WHERE id = w.id;
+    RETURN 'held';
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_trading_record(p_withdrawal bigint, p_after_ticket bigint, p_volume bigint, p_deals integer, p_from bigint, p_to bigint) OWNER TO mt5credit_owner;
 
 --
 -- Name: witness_pick(text[], integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -10426,6 +10907,20 @@ CREATE FUNCTION mt5credit.work_status() RETURNS TABLE(metric text, kind text, st
     FROM mt5_credit c, jsonb_array_elements(c.held_for) r
     WHERE c.held_for IS NOT NULL
     GROUP BY r->>'rule', c.status
+    UNION ALL
+    -- 080: withdrawals held, the same way (a withdrawal under each rule
+    -- of each of its holds), and the oldest still held
+    SELECT 'withdrawal_holds', r->>'rule', w.status,
+           count(*)::double precision
+    FROM withdrawal w, jsonb_array_elements(w.held_for) r
+    WHERE w.held_for IS NOT NULL
+    GROUP BY r->>'rule', w.status
+    UNION ALL
+    SELECT 'withdrawal_oldest_age_seconds', NULL, w.status,
+           coalesce(extract(epoch FROM now() - min(w.updated_at)), 0)
+    FROM withdrawal w
+    WHERE w.status IN ('requested', 'prepared', 'held')
+    GROUP BY w.status
     UNION ALL
     SELECT 'open_cases', k.kind, k.severity, count(*)::double precision
     FROM "case" k WHERE k.status <> 'resolved'
@@ -11935,19 +12430,22 @@ CREATE TABLE mt5credit.risk_rule_change (
     decided_at timestamp with time zone,
     decision_note text,
     rule_before jsonb,
-    CONSTRAINT risk_rule_change_check CHECK ((remove OR ((limit_minor IS NOT NULL) = (rule = ANY (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text]))))),
+    limit_volume bigint,
+    CONSTRAINT risk_rule_change_check CHECK ((remove OR ((limit_minor IS NOT NULL) = (rule = ANY (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text, 'withdrawal_amount'::text]))))),
     CONSTRAINT risk_rule_change_check1 CHECK ((remove OR ((limit_count IS NOT NULL) = (rule = ANY (ARRAY['login_count_24h'::text, 'client_count_24h'::text]))))),
-    CONSTRAINT risk_rule_change_check2 CHECK (((NOT remove) OR ((limit_minor IS NULL) AND (limit_count IS NULL)))),
-    CONSTRAINT risk_rule_change_check3 CHECK (((rule <> ALL (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text])) OR (currency IS NOT NULL))),
+    CONSTRAINT risk_rule_change_check2 CHECK (((NOT remove) OR ((limit_minor IS NULL) AND (limit_count IS NULL) AND (limit_volume IS NULL)))),
+    CONSTRAINT risk_rule_change_check3 CHECK (((rule <> ALL (ARRAY['credit_amount'::text, 'login_sum_24h'::text, 'client_sum_24h'::text, 'withdrawal_amount'::text])) OR (currency IS NOT NULL))),
     CONSTRAINT risk_rule_change_check4 CHECK (((status = 'proposed'::text) = ((decided_by IS NULL) AND (decided_at IS NULL)))),
     CONSTRAINT risk_rule_change_check5 CHECK (((status <> 'withdrawn'::text) OR (decided_by = proposed_by))),
     CONSTRAINT risk_rule_change_four_eyes CHECK (((status = ANY (ARRAY['proposed'::text, 'withdrawn'::text])) OR (decided_by <> proposed_by))),
     CONSTRAINT risk_rule_change_limit_count_check CHECK ((limit_count > 0)),
     CONSTRAINT risk_rule_change_limit_minor_check CHECK ((limit_minor > 0)),
+    CONSTRAINT risk_rule_change_limit_volume_check CHECK ((limit_volume > 0)),
     CONSTRAINT risk_rule_change_note_check CHECK (((length(note) >= 1) AND (length(note) <= 4000))),
     CONSTRAINT risk_rule_change_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
-    CONSTRAINT risk_rule_change_rule_check CHECK ((rule = ANY (ARRAY['credit_amount'::text, 'login_count_24h'::text, 'login_sum_24h'::text, 'client_count_24h'::text, 'client_sum_24h'::text, 'first_deposit'::text, 'first_provider'::text]))),
-    CONSTRAINT risk_rule_change_status_check CHECK ((status = ANY (ARRAY['proposed'::text, 'approved'::text, 'rejected'::text, 'withdrawn'::text])))
+    CONSTRAINT risk_rule_change_rule_check CHECK ((rule = ANY (ARRAY['credit_amount'::text, 'login_count_24h'::text, 'login_sum_24h'::text, 'client_count_24h'::text, 'client_sum_24h'::text, 'first_deposit'::text, 'first_provider'::text, 'withdrawal_amount'::text, 'withdrawal_trading'::text]))),
+    CONSTRAINT risk_rule_change_status_check CHECK ((status = ANY (ARRAY['proposed'::text, 'approved'::text, 'rejected'::text, 'withdrawn'::text]))),
+    CONSTRAINT risk_rule_change_volume CHECK ((remove OR ((limit_volume IS NOT NULL) = (rule = 'withdrawal_trading'::text))))
 );
 
 
@@ -13799,6 +14297,13 @@ CREATE TRIGGER withdrawal_guard BEFORE UPDATE ON mt5credit.withdrawal FOR EACH R
 
 
 --
+-- Name: withdrawal withdrawal_held_for_grows; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_held_for_grows BEFORE UPDATE OF held_for, trading, trading_after ON mt5credit.withdrawal FOR EACH ROW EXECUTE FUNCTION mt5credit.withdrawal_held_for_grows();
+
+
+--
 -- Name: withdrawal_leg withdrawal_leg_append_only; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13810,6 +14315,20 @@ CREATE TRIGGER withdrawal_leg_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON
 --
 
 CREATE TRIGGER withdrawal_no_delete BEFORE DELETE ON mt5credit.withdrawal FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: withdrawal withdrawal_on_hold; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_on_hold AFTER INSERT ON mt5credit.withdrawal FOR EACH ROW WHEN ((new.status = 'held'::text)) EXECUTE FUNCTION mt5credit.withdrawal_on_hold();
+
+
+--
+-- Name: withdrawal withdrawal_on_hold_again; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_on_hold_again AFTER UPDATE ON mt5credit.withdrawal FOR EACH ROW WHEN (((new.status = 'held'::text) AND (jsonb_array_length(new.held_for) > COALESCE(jsonb_array_length(old.held_for), 0)))) EXECUTE FUNCTION mt5credit.withdrawal_on_hold();
 
 
 --
@@ -13859,6 +14378,13 @@ CREATE TRIGGER withdrawal_refund_log_insert AFTER INSERT ON mt5credit.withdrawal
 --
 
 CREATE TRIGGER withdrawal_refund_no_delete BEFORE DELETE ON mt5credit.withdrawal_refund FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: withdrawal withdrawal_risk_check; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_risk_check BEFORE INSERT OR UPDATE ON mt5credit.withdrawal FOR EACH ROW EXECUTE FUNCTION mt5credit.withdrawal_risk_check();
 
 
 --
@@ -14011,6 +14537,14 @@ ALTER TABLE ONLY mt5credit.money_proposal
 
 ALTER TABLE ONLY mt5credit.money_proposal
     ADD CONSTRAINT money_proposal_result_credit_id_fkey FOREIGN KEY (result_credit_id) REFERENCES mt5credit.mt5_credit(id);
+
+
+--
+-- Name: money_proposal money_proposal_withdrawal_id_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.money_proposal
+    ADD CONSTRAINT money_proposal_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES mt5credit.withdrawal(id);
 
 
 --
@@ -14398,6 +14932,14 @@ ALTER TABLE ONLY mt5credit.withdrawal_refund
 
 
 --
+-- Name: withdrawal withdrawal_trading_after_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.withdrawal
+    ADD CONSTRAINT withdrawal_trading_after_fkey FOREIGN KEY (trading_after) REFERENCES mt5credit.mt5_credit(id);
+
+
+--
 -- Name: SCHEMA mt5credit; Type: ACL; Schema: -; Owner: mt5credit_owner
 --
 
@@ -14632,6 +15174,20 @@ GRANT ALL ON FUNCTION mt5credit.create_deposit(p_client_id text, p_idempotency_k
 --
 
 REVOKE ALL ON FUNCTION mt5credit.credit_actor() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION credit_case_decide(p_proposal bigint, p_decision text, p_note text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.credit_case_decide(p_proposal bigint, p_decision text, p_note text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION credit_case_propose(p_case bigint, p_action text, p_credit_id bigint, p_amount text, p_note text, p_evidence jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.credit_case_propose(p_case bigint, p_action text, p_credit_id bigint, p_amount text, p_note text, p_evidence jsonb) FROM PUBLIC;
 
 
 --
@@ -14913,6 +15469,13 @@ GRANT ALL ON FUNCTION mt5credit.events_list(p_provider text, p_type text, p_disp
 --
 
 REVOKE ALL ON FUNCTION mt5credit.exact_minor(p_amount text, p_currency text, p_what text, p_example text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION exact_volume(p_lots text, p_what text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.exact_volume(p_lots text, p_what text) FROM PUBLIC;
 
 
 --
@@ -15724,6 +16287,13 @@ REVOKE ALL ON FUNCTION mt5credit.risk_check() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION risk_limit_text(p_minor bigint, p_count integer, p_volume bigint, p_currency text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_limit_text(p_minor bigint, p_count integer, p_volume bigint, p_currency text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION risk_rule_change_guard(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -15974,11 +16544,32 @@ GRANT ALL ON FUNCTION mt5credit.withdrawal_amend(p_client_id text, p_reference t
 
 
 --
+-- Name: FUNCTION withdrawal_amount_trips(w mt5credit.withdrawal, p_hold integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_amount_trips(w mt5credit.withdrawal, p_hold integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION withdrawal_approve(p_reference text, p_digest text, p_note text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
 REVOKE ALL ON FUNCTION mt5credit.withdrawal_approve(p_reference text, p_digest text, p_note text) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.withdrawal_approve(p_reference text, p_digest text, p_note text) TO mt5credit_operator;
+
+
+--
+-- Name: FUNCTION withdrawal_case_decide(p mt5credit.money_proposal, p_decision text, p_note text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_case_decide(p mt5credit.money_proposal, p_decision text, p_note text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION withdrawal_case_propose(c mt5credit."case", p_action text, p_note text, p_evidence jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_case_propose(c mt5credit."case", p_action text, p_note text, p_evidence jsonb) FROM PUBLIC;
 
 
 --
@@ -16000,6 +16591,20 @@ REVOKE ALL ON FUNCTION mt5credit.withdrawal_enqueue_debit() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.withdrawal_guard() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION withdrawal_held_for_grows(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_held_for_grows() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION withdrawal_on_hold(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_on_hold() FROM PUBLIC;
 
 
 --
@@ -16096,12 +16701,35 @@ GRANT ALL ON FUNCTION mt5credit.withdrawal_request(p_client_id text, p_idempoten
 
 
 --
+-- Name: FUNCTION withdrawal_risk_check(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_risk_check() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION withdrawal_show(p_reference text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
 REVOKE ALL ON FUNCTION mt5credit.withdrawal_show(p_reference text) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.withdrawal_show(p_reference text) TO mt5credit_operator;
 GRANT ALL ON FUNCTION mt5credit.withdrawal_show(p_reference text) TO mt5credit_reader;
+
+
+--
+-- Name: FUNCTION withdrawal_trading_due(p_servers text[], p_limit integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_trading_due(p_servers text[], p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.withdrawal_trading_due(p_servers text[], p_limit integer) TO mt5credit_worker;
+
+
+--
+-- Name: FUNCTION withdrawal_trading_record(p_withdrawal bigint, p_after_ticket bigint, p_volume bigint, p_deals integer, p_from bigint, p_to bigint); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_trading_record(p_withdrawal bigint, p_after_ticket bigint, p_volume bigint, p_deals integer, p_from bigint, p_to bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.withdrawal_trading_record(p_withdrawal bigint, p_after_ticket bigint, p_volume bigint, p_deals integer, p_from bigint, p_to bigint) TO mt5credit_worker;
 
 
 --

@@ -14,6 +14,9 @@
 #     permissions, limits, money) going through here
 #   - matching a deal by an untruncated comment, or by UTC time
 #   - paging past 100, or missing a deal between pages
+#   - a trade (a buy or sell planted on the control port) listed without
+#     its Action, Volume and VolumeExt, moving the balance, lost across a
+#     restart, or planted at all from a bad body
 #   - losing a deal across a restart or a crash of the simulator
 #   - a fault the tests ask for (latency, drops before and after the
 #     deal, hangs, lies about the login, pages, totals, retcodes, 403s,
@@ -515,6 +518,86 @@ my $c = authed($sim);
     is_deeply($r->{json}{answer}, [], 'a symbol filter: no balance deals');
 }
 
+# --- trades: buys and sells with a volume, no money ----------------------
+
+sub trade {
+    my (%t) = @_;
+    return $sim->control(POST => '/control/trade', \%t, may_fail => 1);
+}
+
+{
+    $sim->add_account(login => 70040, group => 'real\\usd',
+                      balance => '250.00');
+    my $buy = trade(login => 70040, action => 0, volume => 15000);
+    ok($buy->{ok} && $buy->{ticket}, 'POST /control/trade: ok, a ticket');
+    my $sell = trade(login => 70040, action => 1, volume => 1);
+    cmp_ok($sell->{ticket}, '>', $buy->{ticket}, 'a sell: the next ticket');
+    my $old = trade(login => 70040, action => 0, volume => 200,
+                    time => 1700000000);
+
+    my $r = $c->call('/api/deal/get_page', login => 70040, from => 0,
+                     to => $FAR, offset => 0, total => 10);
+    ok(all_strings($r->{body}), 'trades in get_page: all strings');
+    my %page = map { $_->{Deal} => $_ } @{ $r->{json}{answer} };
+    is_deeply([ map { [ @{ $page{ $_->{ticket} } }{qw(Login Action Volume
+                        VolumeExt Profit)} ] } $buy, $sell ],
+              [ [ '70040', '0', '15000', '150000000', '0.00' ],
+                [ '70040', '1', '1', '10000', '0.00' ] ],
+              'get_page lists them on their login: Action 0 buy, 1 sell, '
+              . 'Volume in 1/10000 lot, VolumeExt in 1e-8, Profit 0');
+    is($page{ $old->{ticket} }{Time}, '1700000000',
+       '"time" back-dates a trade (server seconds)');
+    is($c->call('/api/deal/get', ticket => $buy->{ticket})->{json}{answer}
+       {Volume}, '15000', 'deal/get: the same Volume');
+    is($c->call('/api/user/get', login => 70040)->{json}{answer}
+       {Balance}, '250.00', 'trades leave the balance as it was');
+    my ($acc) = grep { $_->{login} eq '70040' }
+                @{ $sim->ledger->{accounts} };
+    is_deeply([ @$acc{qw(balance credit deals)} ], [ '250.00', '0.00', '3' ],
+              'and the credit: three deals, no money');
+
+    my $n = deal_count();
+    my @bad = (
+        [ 'no login'         => { action => 0, volume => 1 } ],
+        [ 'no action'        => { login => 70040, volume => 1 } ],
+        [ 'no volume'        => { login => 70040, action => 0 } ],
+        [ 'login 0'          => { login => 0, action => 0, volume => 1 } ],
+        [ 'login as text'    => { login => '70040', action => 0,
+                                  volume => 1 } ],
+        [ 'action 2'         => { login => 70040, action => 2,
+                                  volume => 1 } ],
+        [ 'action -1'        => { login => 70040, action => -1,
+                                  volume => 1 } ],
+        [ 'action as text'   => { login => 70040, action => '0',
+                                  volume => 1 } ],
+        [ 'volume 0'         => { login => 70040, action => 0,
+                                  volume => 0 } ],
+        [ 'volume -100'      => { login => 70040, action => 1,
+                                  volume => -100 } ],
+        [ 'volume 1.5'       => { login => 70040, action => 0,
+                                  volume => 1.5 } ],
+        [ 'volume as text'   => { login => 70040, action => 0,
+                                  volume => '100' } ],
+        [ 'volume past VolumeExt' => { login => 70040, action => 0,
+                                       volume => 1844674407370956 } ],
+        [ 'time -1'          => { login => 70040, action => 0,
+                                  volume => 1, time => -1 } ],
+    );
+    my @status = map { trade(%{ $_->[1] }) } @bad;
+    is_deeply([ map { $_->{status} // 200 } @status ], [ (400) x @bad ],
+              'bad bodies: 400 (' . join(', ', map { $_->[0] } @bad) . ')');
+    ok(!(grep { !$_->{error} } @status), 'each with an error');
+    like($status[5]{error}, qr/"action" must be 0 \(buy\) or 1 \(sell\)/,
+         'which says what is wrong');
+    my $raw = $sb->http(POST => '/control/trade',
+                        port => $sim->control_port, body => '[1]');
+    is($raw->{status}, 400, 'a body that is not an object: 400');
+    my $unknown = trade(login => 79999, action => 0, volume => 1);
+    is_deeply([ @$unknown{qw(status retcode)} ], [ 409, 13 ],
+              'an unknown login: 409, retcode 13');
+    is(deal_count(), $n, 'none of these planted a deal');
+}
+
 # --- faults --------------------------------------------------------------
 
 my %base = (login => 70030, group => 'real\\usd', balance => '1000.00');
@@ -708,6 +791,12 @@ sub deals_of { @{ $sim->deals_of($_[0]) } }
        $before->{next_ticket}, 'the next ticket continues');
     is(retcode($x->call('/api/user/get', login => 70011)), 0,
        'accounts added over the control port are back');
+    my $tr = $x->call('/api/deal/get_page', login => 70040, from => 0,
+                      to => $FAR, offset => 0, total => 10);
+    is_deeply([ sort map { "$_->{Action}:$_->{Volume}:$_->{VolumeExt}" }
+                @{ $tr->{json}{answer} } ],
+              [ '0:15000:150000000', '0:200:2000000', '1:1:10000' ],
+              'trades are back from the journal, Action and Volume too');
     $x->close;
 
     my $r = balance(authed($sim), 70020, '7.00', 'before-crash');
@@ -729,6 +818,21 @@ sub deals_of { @{ $sim->deals_of($_[0]) } }
     my @lines = <$fh>;
     close $fh;
     like($lines[-1], qr/\}\n\z/, 'the journal ends with a whole record');
+
+    # a deal journaled before trades: no "volume"
+    my $next = $sim->ledger->{next_ticket};
+    $sim->stop;
+    open $fh, '>>', $journal or die $!;
+    print $fh '{"op":"deal","ticket":' . $next . ',"login":70020,'
+        . '"dealer":1000,"action":2,"digits":2,"amount":100000000,'
+        . '"time_msc":1700000000000,"comment":"old-journal"}' . "\n";
+    close $fh;
+    $sim->start;
+    my ($od) = grep { $_->{Comment} eq 'old-journal' }
+               @{ $sim->deals_of(70020) };
+    is_deeply([ @$od{qw(Deal Profit Volume VolumeExt)} ],
+              [ $next, '1.00', '0', '0' ],
+              'a journal from before trades replays: its deal has Volume 0');
 }
 
 # --- HTTPS ---------------------------------------------------------------

@@ -18,6 +18,8 @@
 #     "no answer", never fewer deals; 250 deals come back complete over
 #     3 pages, each deal exactly as in the ledger
 #   - "Total"/"total", "Time"/"time" read one way only
+#   - a trade's Volume (1/10000 lot) lost or mixed up: a buy and a sell
+#     listed with their own, a balance deal with 0
 #   - money through a float: Profit, Balance, Credit exact to the cent,
 #     JPY with 0 digits; no float, double or strtod in the sources
 #   - a comment or amount the server might mangle sent at all (nothing
@@ -160,7 +162,7 @@ is($d->[0]{Profit}, '64.25', 'its Profit is 64.25');
 is($d->[0]{Action}, '2', 'a balance deal');
 my ($mine) = grep { $_->{comment} eq 'dep:t41-ok' } @{ $r[2]{deals} };
 is_deeply($mine, { deal => $r[1]{ticket}, login => '70001', action => 2,
-                   profit => '64.25', comment => 'dep:t41-ok',
+                   profit => '64.25', volume => '0', comment => 'dep:t41-ok',
                    time => $d->[0]{Time} + 0 },
           'the client lists it exactly, Profit exact');
 is($r[3]{balance}, '64.25', 'user/get Balance exact');
@@ -178,6 +180,25 @@ is($r[0]{rc}, 'OK', 'deal/get answered about another login: still the deal');
 isnt($r[0]{deal}{login}, '70001', '... on the login the answer names, for '
      . 'the caller to compare');
 $sim->clear_faults;
+
+# trades: the volume traded since a deposit is read from these
+{
+    $sim->add_account(login => 70040, group => 'real\\usd',
+                      balance => '0.00');
+    my $buy = $sim->post('/control/trade', { login => 70040, action => 0,
+                                             volume => 15000 });
+    my $sell = $sim->post('/control/trade', { login => 70040, action => 1,
+                                              volume => 7 });
+    @r = client($sim, {}, 'balance,70040,2,10.00,dep:t41-trades',
+                "deals,70040,0,$FAR", "deal,$buy->{ticket}");
+    is_deeply([ map { "$_->{action}:$_->{volume}:$_->{profit}" }
+                sort { $a->{deal} <=> $b->{deal} } @{ $r[1]{deals} } ],
+              [ '0:15000:0.00', '1:7:0.00', '2:0:10.00' ],
+              'deal/get_page: a buy and a sell with their Volume, the '
+              . 'deposit with 0');
+    is_deeply([ @{ $r[2]{deal} }{qw(deal action volume)} ],
+              [ $buy->{ticket}, 0, '15000' ], 'deal/get: the same Volume');
+}
 
 @r = client($sim, {}, 'group,real\\usd', 'group,real\\jpy');
 is_deeply([ @{ $r[0] }{qw(rc currency digits)} ], [ 'OK', 'USD', 2 ],
@@ -380,7 +401,7 @@ is(ep_requests($st, '/api/deal/get_page'), 4,
         my $l = $ledger{ $_->{deal} };
         !$seen{ $_->{deal} }++ && $l && $l->{Profit} eq $_->{profit}
             && $l->{Comment} eq $_->{comment} && $_->{login} eq '70010'
-            && $_->{action} == 2
+            && $_->{action} == 2 && $_->{volume} eq $l->{Volume}
     } @{ $r[0]{deals} };
     is($same, 250, 'each deal once, exactly as in the ledger');
     is(scalar keys %ledger, 250, 'and the ledger has no other');

@@ -146,10 +146,11 @@ is($sb->sql1("SELECT mt5credit.major_to_minor(12345678.12345678, 'BTC')"),
 is($sb->sql1("SELECT ('12345678.12345678'::numeric * 10 ^ "
              . "8::smallint)::numeric"), '1234567812345680',
    '... which numeric * 10 ^ smallint (float8, as 010 had it) is not');
-like($sb->psql("SELECT pg_get_functiondef('mt5credit.case_propose'::regproc)",
-              raw => 1),
+like($sb->psql("SELECT pg_get_functiondef("
+               . "'mt5credit.credit_case_propose'::regproc)", raw => 1),
      qr/exact_minor\(p_amount, v_cr\.currency/,
-     '... and case_propose() converts through exact_minor() (079)');
+     '... and case_propose() converts through exact_minor() (079; a '
+     . 'credit\'s case since 080)');
 like($sb->psql("SELECT pg_get_functiondef('mt5credit.exact_minor'::regproc)",
               raw => 1),
      qr/major_to_minor\(p_amount::numeric/,

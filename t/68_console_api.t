@@ -400,6 +400,40 @@ is($r->{status}, 200, '... and resolves the hold\'s case') or diag $r->{body};
 like(get('ann', '')->{body}, qr/id="propose-release"/,
      'the page has the release and return buttons');
 
+# --- a withdrawal's hold: returned by two people through the console (080) --------
+
+{
+    my $c = $sb->sql1("SELECT mt5credit.risk_rule_propose('withdrawal_amount', "
+                      . "'USD', NULL, '1000.00', false, 'large withdrawals')");
+    $sb->sql1("SET ROLE ann; SELECT mt5credit.risk_rule_decide($c, "
+              . "'approve', 'ok')");
+}
+$st->account(login => 70689, balance => '5000.00');
+my $hwd = $sb->sql1("SELECT reference || ' ' || status FROM "
+    . "mt5credit.withdrawal_request('alice', 'console-wd-held', 'stripe', "
+    . "'live1', 70689, 300000, 'USD', 'ba_console_dest')", user => 'portal');
+like($hwd, qr/^wd_\d+ held$/, 'a withdrawal over the rule\'s limit is held');
+($hwd) = split / /, $hwd;
+my $wcase = $sb->sql1("SELECT id FROM mt5credit.case WHERE kind = "
+                      . "'withdrawal_hold' AND details->'withdrawal'->>"
+                      . "'reference' = '$hwd'");
+$r = act('ann', { action => 'propose', case => $wcase + 0,
+                  proposal_action => 'return_hold',
+                  note => 'the destination is not the client\'s' });
+is($r->{status}, 200, 'ann proposes to return it in the console')
+    or diag $r->{body};
+$hp = $json->decode($r->{body})->{id};
+is(act('ann', { action => 'approve', proposal => $hp, note => 'me' })
+   ->{status}, 409, 'ann cannot approve her own return: 409');
+$r = act('ben', { action => 'approve', proposal => $hp, note => 'agreed' });
+is($r->{status}, 200, 'ben approves it') or diag $r->{body};
+is($sb->sql1("SELECT status || ' ' || decided_by FROM mt5credit.withdrawal "
+             . "WHERE reference = '$hwd'"), 'rejected ben',
+   '... the withdrawal is rejected, decided by ben');
+$r = act('ben', { action => 'resolve', case => $wcase + 0,
+                  resolution => 'not_money', note => 'returned' });
+is($r->{status}, 200, '... and resolves the hold\'s case') or diag $r->{body};
+
 # --- search -----------------------------------------------------------------------
 
 my $dep = $sb->sql1("SELECT d.reference FROM mt5credit.deposit d JOIN "

@@ -1069,3 +1069,95 @@ mc_db_claim_arrays(const int64_t *credits, const int *attempts, int n,
 
     return 0;
 }
+
+
+int
+mc_db_trading_due(mc_db_t *db, const char *const *servers, int nservers,
+    int limit, mc_db_trading_t **items)
+{
+    int               i, n;
+    char              l[16], *array;
+    PGresult         *res;
+    const char       *params[2];
+    mc_db_trading_t  *it;
+
+    *items = NULL;
+
+    array = mc_db_array(servers, nservers);
+    if (array == NULL) {
+        return -1;
+    }
+
+    snprintf(l, sizeof(l), "%d", limit);
+    params[0] = array;
+    params[1] = l;
+
+    res = mc_db_exec(db, "SELECT id, reference, mt5_server, mt5_login, "
+                     "after_ticket "
+                     "FROM mt5credit.withdrawal_trading_due($1, $2)",
+                     2, params);
+    free(array);
+
+    if (res == NULL) {
+        return -1;
+    }
+
+    n = PQntuples(res);
+
+    if (n > 0) {
+        *items = calloc((size_t) n, sizeof(mc_db_trading_t));
+        if (*items == NULL) {
+            PQclear(res);
+            return -1;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        it = &(*items)[i];
+        it->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        snprintf(it->reference, sizeof(it->reference), "%s",
+                 PQgetvalue(res, i, 1));
+        snprintf(it->server, sizeof(it->server), "%s",
+                 PQgetvalue(res, i, 2));
+        it->login = strtoull(PQgetvalue(res, i, 3), NULL, 10);
+        it->after_ticket = strtoull(PQgetvalue(res, i, 4), NULL, 10);
+    }
+
+    PQclear(res);
+
+    return n;
+}
+
+
+int
+mc_db_trading_record(mc_db_t *db, int64_t id, uint64_t after_ticket,
+    int64_t volume, int deals, int64_t from, int64_t to, char *verdict,
+    size_t len)
+{
+    char         v[6][24];
+    PGresult    *res;
+    const char  *params[6];
+    int          i;
+
+    snprintf(v[0], sizeof(v[0]), "%" PRId64, id);
+    snprintf(v[1], sizeof(v[1]), "%" PRIu64, after_ticket);
+    snprintf(v[2], sizeof(v[2]), "%" PRId64, volume);
+    snprintf(v[3], sizeof(v[3]), "%d", deals);
+    snprintf(v[4], sizeof(v[4]), "%" PRId64, from);
+    snprintf(v[5], sizeof(v[5]), "%" PRId64, to);
+
+    for (i = 0; i < 6; i++) {
+        params[i] = v[i];
+    }
+
+    res = mc_db_exec(db, "SELECT mt5credit.withdrawal_trading_record($1, $2, "
+                     "$3, $4, $5, $6)", 6, params);
+    if (res == NULL) {
+        return -1;
+    }
+
+    snprintf(verdict, len, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+
+    return 0;
+}

@@ -193,4 +193,27 @@ int mc_db_witness_still_pending(mc_db_t *db, const int64_t *ids,
     const int *attempts, int n, int64_t *still);
 
 
+/* 080: a withdrawal whose trading since its last deposit is to be read */
+typedef struct {
+    int64_t   id;
+    char      reference[32];
+    char      server[64];
+    uint64_t  login;
+    uint64_t  after_ticket;       /* the deposit's deal: trades after it */
+} mc_db_trading_t;
+
+/* up to `limit` on these servers, oldest first, malloc'ed: how many, or -1 */
+int mc_db_trading_due(mc_db_t *db, const char *const *servers, int nservers,
+    int limit, mc_db_trading_t **items);
+
+/*
+ * What MT5 showed: `volume` (1/10000 lot) in `deals` trades after the
+ * deposit's deal, read over [from, to] server seconds.  The database's
+ * verdict ("passed", "held", "closed") is written to verdict; 0, or -1.
+ */
+int mc_db_trading_record(mc_db_t *db, int64_t id, uint64_t after_ticket,
+    int64_t volume, int deals, int64_t from, int64_t to, char *verdict,
+    size_t len);
+
+
 #endif /* MC_DB_H */

@@ -68,6 +68,15 @@ static const mc_status_metric_t  mc_status_metrics[] = {
       "status" },
     { "refunds", "mt5credit_refunds", "mt5credit_refunds", "gauge",
       "Refund legs of withdrawals by status.", NULL, "status" },
+    { "withdrawal_holds", "mt5credit_withdrawal_holds",
+      "mt5credit_withdrawal_holds", "gauge",
+      "Withdrawals a risk rule held, by the rule (a withdrawal under each "
+      "rule of each of its holds) and their status now.", "rule", "status" },
+    { "withdrawal_oldest_age_seconds",
+      "mt5credit_withdrawal_oldest_age_seconds",
+      "mt5credit_withdrawal_oldest_age_seconds", "gauge",
+      "Seconds since the oldest withdrawal waiting for people (requested, "
+      "prepared, held) entered its status.", NULL, "status" },
     { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 

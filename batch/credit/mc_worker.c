@@ -30,6 +30,7 @@
 #include "mc_deployment.h"
 #include "mc_log.h"
 #include "mc_money.h"
+#include "mc_trading.h"
 #include "mc_witness.h"
 #include "mc_worker.h"
 
@@ -1130,6 +1131,8 @@ mc_worker_run(mc_worker_t *w, int once)
 
         if (now >= next_resolve) {
             (void) mc_resolver_round(w);
+            /* withdrawals waiting for their login's trading (080) */
+            (void) mc_trading_round(w);
             next_resolve = now + w->cfg->resolve_interval * 1000LL;
         }
 

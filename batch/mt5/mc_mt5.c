@@ -1748,6 +1748,7 @@ mc_mt5_deal(mc_mt5_session_t *s, json_t *obj, uint64_t login,
         || mc_mt5_get_login(s, obj, login, &d->login) != 0
         || mc_mt5_get_int(s, obj, "Action", &d->action) != 0
         || mc_mt5_get_money(s, obj, "Profit", &d->profit) != 0
+        || mc_mt5_get_u64(s, obj, "Volume", &d->volume) != 0
         || mc_mt5_get_str(s, obj, "Comment", d->comment, sizeof(d->comment))
            != 0
         || mc_mt5_get_i64(s, obj, "Time", 0, &d->time) != 0)

@@ -105,6 +105,7 @@ typedef struct {
     uint64_t      login;
     int           action;          /* EnDealAction: 2 = balance */
     mc_decimal_t  profit;          /* signed amount, exact */
+    uint64_t      volume;          /* Volume: 1/10000 lot; trades only */
     char          comment[128];
     int64_t       time;            /* server time, seconds */
 } mc_mt5_deal_t;

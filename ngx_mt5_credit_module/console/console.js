@@ -231,8 +231,12 @@
       // whose outcome is unknown
       document.getElementById("correction").hidden = cr.status !== "done";
       document.getElementById("settle").hidden = cr.status !== "unknown";
-      // 079: a risk hold is released or returned, by two people
-      document.getElementById("hold").hidden = cr.status !== "held";
+      // 079, 080: a risk hold is released or returned, by two people; a
+      // withdrawal's case names no credit (the database refuses it once
+      // no longer held)
+      document.getElementById("hold").hidden =
+        cr.status !== "held" &&
+        !(k.kind === "withdrawal_hold" && k.status !== "pending_resolution");
       show("case");
     }).catch(problem);
   }

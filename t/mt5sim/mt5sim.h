@@ -39,6 +39,9 @@
 #define MT5SIM_MONEY_ONE        100000000LL
 #define MT5SIM_MONEY_LIMIT      (1000000000LL * MT5SIM_MONEY_ONE)
 
+/* Volume is in 1/10000 lot, VolumeExt in 1e-8: both must fit a uint64 */
+#define MT5SIM_VOLUME_MAX       (UINT64_MAX / 10000)
+
 
 /* MT5 return codes used here (MQ-RC) */
 #define MT5_RET_OK                   0
@@ -171,6 +174,7 @@ typedef struct {
     int       action;
     int       digits;              /* the group's at execution */
     int64_t   amount;              /* 1e-8 units */
+    uint64_t  volume;              /* Volume: 1/10000 lot; 0: balance */
     int64_t   time_msc;            /* server time */
     char      comment[MT5SIM_COMMENT_MAX];
 } mt5sim_deal_t;
@@ -248,6 +252,10 @@ int mt5sim_deal_cmp(const mt5sim_deal_t *a, const mt5sim_deal_t *b);
 /* takes the lock; returns an MT5 retcode; durable when 0 */
 int mt5sim_ledger_balance(mt5sim_ledger_t *l, uint64_t manager,
     const mt5sim_balance_req_t *r, uint64_t *ticket, char *err);
+
+/* a buy (0) or sell (1) of `volume`, profit 0; the same return */
+int mt5sim_ledger_trade(mt5sim_ledger_t *l, uint64_t login, int action,
+    uint64_t volume, int64_t time_msc, uint64_t *ticket, char *err);
 
 /* journal: mt5sim_journal.c */
 int mt5sim_journal_open(mt5sim_ledger_t *l, const char *dir, int durable,

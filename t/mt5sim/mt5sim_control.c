@@ -13,6 +13,11 @@
  *                                           from the terminal (journaled);
  *                                           "time" back-dates it (tests of
  *                                           past days)
+ *   POST   /control/trade                   a client's buy or sell:
+ *                                           {"login":N,"action":0|1,
+ *                                           "volume":N (1/10000 lot),
+ *                                           "time":N optional, as above};
+ *                                           no money moves (journaled)
  *   POST   /control/time                    {"offset_minutes":N}
  *   GET    /control/time                    offset and server time
  *   GET    /control/ledger                  every deal and account
@@ -38,6 +43,8 @@ static void mt5sim_control_fault(mt5sim_t *srv, json_t *body,
 static void mt5sim_control_time(mt5sim_t *srv, json_t *body,
     mt5sim_control_reply_t *out);
 static void mt5sim_control_deal(mt5sim_t *srv, json_t *body,
+    mt5sim_control_reply_t *out);
+static void mt5sim_control_trade(mt5sim_t *srv, json_t *body,
     mt5sim_control_reply_t *out);
 
 
@@ -163,6 +170,64 @@ mt5sim_control_deal(mt5sim_t *srv, json_t *body,
 }
 
 
+/*
+ * {"login":N,"action":0|1,"volume":N,"time":N}: a trade the client made
+ * in its terminal, which the risk rules count (the volume traded since a
+ * deposit).  Refused whole, planting nothing, unless every field is right.
+ */
+static void
+mt5sim_control_trade(mt5sim_t *srv, json_t *body,
+    mt5sim_control_reply_t *out)
+{
+    char        err[MT5SIM_ERR_MAX];
+    json_int_t  login, action, volume, time = 0;
+    uint64_t    ticket = 0;
+    int         rc;
+
+    if (json_unpack(body, "{s:I,s:I,s:I,s?I}", "login", &login,
+                    "action", &action, "volume", &volume, "time", &time)
+        != 0)
+    {
+        mt5sim_control_error(out, 400, "need login, action, volume "
+                             "(integers) and optional time (server "
+                             "seconds, to back-date it)");
+        return;
+    }
+    if (login <= 0) {
+        mt5sim_control_error(out, 400, "\"login\" must be positive");
+        return;
+    }
+    if (action != 0 && action != 1) {
+        mt5sim_control_error(out, 400, "\"action\" must be 0 (buy) or 1 "
+                             "(sell)");
+        return;
+    }
+    if (volume <= 0 || (uint64_t) volume > MT5SIM_VOLUME_MAX) {
+        snprintf(err, sizeof(err), "\"volume\" must be 1..%llu "
+                 "(1/10000 lot)", (unsigned long long) MT5SIM_VOLUME_MAX);
+        mt5sim_control_error(out, 400, err);
+        return;
+    }
+    if (time < 0 || time > INT64_MAX / 1000) {
+        mt5sim_control_error(out, 400, "\"time\" must be server seconds");
+        return;
+    }
+
+    rc = mt5sim_ledger_trade(&srv->ledger, (uint64_t) login, (int) action,
+                             (uint64_t) volume, (int64_t) time * 1000,
+                             &ticket, err);
+    if (rc != MT5_RET_OK) {
+        out->status = 409;
+        out->json = json_pack("{s:i,s:s}", "retcode", rc, "error", err);
+        return;
+    }
+
+    out->status = 200;
+    out->json = json_pack("{s:b,s:I}", "ok", 1, "ticket",
+                          (json_int_t) ticket);
+}
+
+
 void
 mt5sim_control_call(mt5sim_t *srv, const char *method, const char *path,
     const char *body, size_t body_len, mt5sim_control_reply_t *out)
@@ -206,6 +271,8 @@ mt5sim_control_call(mt5sim_t *srv, const char *method, const char *path,
         pthread_mutex_unlock(&srv->lock);
     } else if (post && strcmp(path, "/control/deal") == 0) {
         mt5sim_control_deal(srv, doc, out);
+    } else if (post && strcmp(path, "/control/trade") == 0) {
+        mt5sim_control_trade(srv, doc, out);
 
     } else if (post && strcmp(path, "/control/time") == 0) {
         mt5sim_control_time(srv, doc, out);

@@ -4,8 +4,8 @@
  * The ledger's durability: DIR/journal.jsonl, one JSON record a line,
  * appended before a change is applied and replayed at start on top of
  * the config.  Records: {"op":"deal",...} for an executed balance
- * operation, {"op":"account"|"group"|"manager"|"time","data":{...}} for
- * control-port changes.  A torn last line (a crash mid-write) is cut off;
+ * operation or a planted trade, {"op":"account"|"group"|"manager"|"time",
+ * "data":{...}} for control-port changes.  A torn last line (a crash mid-write) is cut off;
  * anything else unreadable stops the start.
  *
  * Balance operations sync with a group commit: whoever takes sync_lock

@@ -2,7 +2,8 @@
  * Copyright (C) mt5-credit
  *
  * The book: groups, managers, accounts and deals, and the one operation
- * that changes money, /api/trade/balance, with the rules of MQ-BAL.
+ * that changes money, /api/trade/balance, with the rules of MQ-BAL; and
+ * trades (buys and sells with a volume, no money), planted by tests.
  * Every change is journaled (mt5sim_journal.c) before it is applied, so
  * a restarted simulator has the same deals, balances and next ticket.
  */
@@ -32,6 +33,8 @@ static int mt5sim_balance_rules(mt5sim_ledger_t *l,
     const mt5sim_account_t *a, const mt5sim_balance_req_t *r,
     int64_t amount);
 static json_t *mt5sim_deal_record(const mt5sim_deal_t *d);
+static int mt5sim_deal_write(mt5sim_ledger_t *l, const mt5sim_deal_t *d,
+    uint64_t *seq, char *err);
 
 
 int
@@ -705,7 +708,7 @@ mt5sim_ledger_add_deal(mt5sim_ledger_t *l, const mt5sim_deal_t *d,
 static json_t *
 mt5sim_deal_record(const mt5sim_deal_t *d)
 {
-    return json_pack("{s:s,s:I,s:I,s:I,s:i,s:i,s:I,s:I,s:s}",
+    return json_pack("{s:s,s:I,s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:s}",
                      "op", "deal",
                      "ticket", (json_int_t) d->ticket,
                      "login", (json_int_t) d->login,
@@ -713,6 +716,7 @@ mt5sim_deal_record(const mt5sim_deal_t *d)
                      "action", d->action,
                      "digits", d->digits,
                      "amount", (json_int_t) d->amount,
+                     "volume", (json_int_t) d->volume,
                      "time_msc", (json_int_t) d->time_msc,
                      "comment", d->comment);
 }
@@ -722,15 +726,18 @@ int
 mt5sim_ledger_replay_deal(mt5sim_ledger_t *l, json_t *rec, char *err)
 {
     mt5sim_deal_t   d;
-    json_int_t      ticket, login, dealer, amount, msc;
+    json_int_t      ticket, login, dealer, amount, msc, volume = 0;
     const char     *comment;
     int             action, digits;
 
+    /* "volume" is optional: journals from before trades have none */
     memset(&d, 0, sizeof(d));
-    if (json_unpack(rec, "{s:I,s:I,s:I,s:i,s:i,s:I,s:I,s:s}",
+    if (json_unpack(rec, "{s:I,s:I,s:I,s:i,s:i,s:I,s?I,s:I,s:s}",
                     "ticket", &ticket, "login", &login, "dealer", &dealer,
                     "action", &action, "digits", &digits, "amount", &amount,
-                    "time_msc", &msc, "comment", &comment) != 0
+                    "volume", &volume, "time_msc", &msc, "comment", &comment)
+        != 0
+        || volume < 0 || (uint64_t) volume > MT5SIM_VOLUME_MAX
         || strlen(comment) >= sizeof(d.comment))
     {
         mt5sim_err(err, "malformed deal record");
@@ -742,9 +749,35 @@ mt5sim_ledger_replay_deal(mt5sim_ledger_t *l, json_t *rec, char *err)
     d.action = action;
     d.digits = digits;
     d.amount = amount;
+    d.volume = (uint64_t) volume;
     d.time_msc = msc;
     strcpy(d.comment, comment);
     return mt5sim_ledger_add_deal(l, &d, err);
+}
+
+
+/*
+ * Journals a new deal, then applies it; the lock is held.  Written before
+ * it counts: a crash after this replays the deal.  *seq is what the
+ * caller syncs once the lock is let go (0: no journal).
+ */
+static int
+mt5sim_deal_write(mt5sim_ledger_t *l, const mt5sim_deal_t *d, uint64_t *seq,
+    char *err)
+{
+    json_t  *rec;
+    int      rc;
+
+    *seq = 0;
+    if (l->journal.fd >= 0) {
+        rec = mt5sim_deal_record(d);
+        rc = mt5sim_journal_append(&l->journal, rec, seq, err);
+        json_decref(rec);
+        if (rc != 0) {
+            return -1;
+        }
+    }
+    return mt5sim_ledger_add_deal(l, d, err);
 }
 
 
@@ -806,7 +839,6 @@ mt5sim_ledger_balance(mt5sim_ledger_t *l, uint64_t manager,
     mt5sim_account_t  *a;
     mt5sim_group_t    *g;
     mt5sim_deal_t      d;
-    json_t            *rec;
     uint64_t           seq = 0;
     int64_t            amount;
     size_t             n;
@@ -862,17 +894,7 @@ mt5sim_ledger_balance(mt5sim_ledger_t *l, uint64_t manager,
     memcpy(d.comment, r->comment, n);
     d.comment[n] = '\0';
 
-    /* written before it counts: a crash after this replays the deal */
-    rec = mt5sim_deal_record(&d);
-    if (l->journal.fd >= 0
-        && mt5sim_journal_append(&l->journal, rec, &seq, err) != 0)
-    {
-        json_decref(rec);
-        rc = MT5_RET_ERR;
-        goto done;
-    }
-    json_decref(rec);
-    if (mt5sim_ledger_add_deal(l, &d, err) != 0) {
+    if (mt5sim_deal_write(l, &d, &seq, err) != 0) {
         rc = MT5_RET_ERR;
         goto done;
     }
@@ -880,6 +902,77 @@ mt5sim_ledger_balance(mt5sim_ledger_t *l, uint64_t manager,
     pthread_mutex_unlock(&l->lock);
 
     /* group commit: one fdatasync covers every deal written meanwhile */
+    if (seq && mt5sim_journal_sync(&l->journal, seq, err) != 0) {
+        return MT5_RET_ERR;
+    }
+    return MT5_RET_OK;
+
+done:
+    pthread_mutex_unlock(&l->lock);
+    return rc;
+}
+
+
+/* ------------------------------------------------------------ trades */
+
+/*
+ * A client's buy (action 0) or sell (1) of `volume` (1/10000 lot), as a
+ * deal with no money: profit 0, so the balance stays, and no dealer.
+ * Only tests plant these (the control port): the risk rules read the
+ * volume traded since a deposit.  Durable when it returns 0, as balance
+ * operations are.
+ */
+int
+mt5sim_ledger_trade(mt5sim_ledger_t *l, uint64_t login, int action,
+    uint64_t volume, int64_t time_msc, uint64_t *ticket, char *err)
+{
+    mt5sim_account_t  *a;
+    mt5sim_group_t    *g;
+    mt5sim_deal_t      d;
+    uint64_t           seq = 0;
+    int                rc;
+
+    err[0] = '\0';
+    if ((action != 0 && action != 1) || volume == 0
+        || volume > MT5SIM_VOLUME_MAX || time_msc < 0)
+    {
+        mt5sim_err(err, "a trade needs action 0 or 1 and a volume of "
+                   "1..%llu", (unsigned long long) MT5SIM_VOLUME_MAX);
+        return MT5_RET_ERR_PARAMS;
+    }
+
+    pthread_mutex_lock(&l->lock);
+
+    a = mt5sim_ledger_account(l, login);
+    if (a == NULL) {
+        mt5sim_err(err, "no login %llu", (unsigned long long) login);
+        rc = MT5_RET_ERR_NOTFOUND;
+        goto done;
+    }
+    g = mt5sim_ledger_group(l, a->group);
+    if (g == NULL) {
+        mt5sim_err(err, "login %llu: its group is gone",
+                   (unsigned long long) a->login);
+        rc = MT5_RET_ERR;
+        goto done;
+    }
+
+    memset(&d, 0, sizeof(d));
+    d.ticket = l->next_ticket;
+    d.login = a->login;
+    d.action = action;
+    d.digits = g->digits;
+    d.volume = volume;
+    d.time_msc = time_msc != 0 ? time_msc : mt5sim_server_ms(l);
+
+    if (mt5sim_deal_write(l, &d, &seq, err) != 0) {
+        rc = MT5_RET_ERR;
+        goto done;
+    }
+    *ticket = d.ticket;
+    pthread_mutex_unlock(&l->lock);
+
+    /* group commit, shared with the balance operations */
     if (seq && mt5sim_journal_sync(&l->journal, seq, err) != 0) {
         return MT5_RET_ERR;
     }

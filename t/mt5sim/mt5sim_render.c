@@ -104,8 +104,9 @@ mt5sim_render_deal(const mt5sim_render_t *r, const mt5sim_deal_t *d,
     json_object_set_new(o, "Price", json_string("0.00000"));
     json_object_set_new(o, "PriceSL", json_string("0.00000"));
     json_object_set_new(o, "PriceTP", json_string("0.00000"));
-    json_object_set_new(o, "Volume", json_string("0"));
-    json_object_set_new(o, "VolumeExt", json_string("0"));
+    mt5sim_set_u64(o, "Volume", d->volume);
+    /* VolumeExt: the same in 1e-8 lots (MT5SIM_VOLUME_MAX keeps it) */
+    mt5sim_set_u64(o, "VolumeExt", d->volume * 10000);
     mt5sim_set_money(o, "Profit", d->amount, dc);
     mt5sim_set_money(o, "Value", 0, dc);
     mt5sim_set_money(o, "Storage", 0, dc);

@@ -165,10 +165,11 @@ emit(mc_mt5_session_t *s, const char *step, mc_mt5_rc_e rc, int retcode,
 static json_t *
 deal_json(const mc_mt5_deal_t *d)
 {
-    return json_pack("{s:o,s:o,s:i,s:o,s:s,s:I}",
+    return json_pack("{s:o,s:o,s:i,s:o,s:o,s:s,s:I}",
                      "deal", u64(d->deal), "login", u64(d->login),
                      "action", d->action, "profit", money(d->profit),
-                     "comment", d->comment, "time", (json_int_t) d->time);
+                     "volume", u64(d->volume), "comment", d->comment,
+                     "time", (json_int_t) d->time);
 }
 
 
