@@ -224,7 +224,8 @@ $(BUILD)/t/mc_fsync_shim.so: t/shim/mc_fsync_shim.c
 UNIT_TESTS := $(BUILD)/t/signature_vectors_test $(BUILD)/t/adyen_test \
               $(BUILD)/t/mt5sim_auth_test \
               $(BUILD)/t/mc_money_test $(BUILD)/t/mc_mt5_auth_test \
-              $(BUILD)/t/mc_mt5_client_test $(BUILD)/t/mc_settle_test
+              $(BUILD)/t/mc_mt5_client_test $(BUILD)/t/mc_settle_test \
+              $(BUILD)/t/mc_merkle_test
 
 unit: $(UNIT_TESTS)
 
@@ -255,6 +256,12 @@ $(BUILD)/t/mc_money_test: t/unit/mc_money_test.c batch/lib/mc_money.c \
         batch/lib/mc_money.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -o $@ $(filter %.c,$^)
+
+$(BUILD)/t/mc_merkle_test: t/unit/mc_merkle_test.c batch/lib/mc_merkle.c \
+        batch/lib/mc_merkle.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -o $@ $(filter %.c,$^) \
+	    -lcrypto
 
 $(BUILD)/t/mc_settle_test: t/unit/mc_settle_test.c batch/recon/mc_settle.c \
         batch/recon/mc_csv.c batch/lib/mc_money.c batch/recon/mc_settle.h batch/recon/mc_csv.h \
@@ -336,6 +343,7 @@ test-unit: unit
 	$(BUILD)/t/mc_money_test
 	$(BUILD)/t/mc_mt5_auth_test
 	$(BUILD)/t/mc_settle_test
+	$(BUILD)/t/mc_merkle_test
 
 check-upstream: deps
 	t/check-upstream-build
@@ -377,6 +385,7 @@ bench: deps all bench-peer
 	t/run-as-tester perl t/bench/recon_bench.pl
 	t/run-as-tester perl t/bench/growth_bench.pl
 	t/run-as-tester perl t/bench/risk_bench.pl
+	t/run-as-tester perl t/bench/journal_bench.pl
 
 # libFuzzer targets (t/fuzz/), with ASan and UBSan: the signature parsers
 # and check, the module's body assembly, the MT5 answer readers, the

@@ -27,6 +27,7 @@
 #include "mc_pause.h"
 #include "mc_persons.h"
 #include "mc_retention.h"
+#include "mc_audit.h"
 #include "mc_withdrawals.h"
 #include "mc_config.h"
 #include "mc_log.h"
@@ -226,6 +227,13 @@ static const mc_command_t  mc_commands[] = {
       "      --reports DIR    the reports directory (recon_out)\n"
       "      --report-days N  (400)\n"
       MC_HELP_OPTION, 0, NULL, NULL },
+
+    { "audit", mc_cmd_cases, "seal --key FILE --heads FILE | verify "
+      "--pubkey FILE --heads FILE",
+      "the money journal (sql/081): seal a period under a signed\n"
+      "head kept off the database host; verify every chain, fact\n"
+      "and sealed period, naming the first entry that does not fit",
+      NULL, 0, NULL, NULL },
 
     { "pause", mc_cmd_cases, "server|provider|kind NAME --reason TEXT",
       "the kill switch: no credit of that MT5 server, provider or\n"
@@ -895,6 +903,9 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
 
     } else if (strcmp(cmd->name, "persons") == 0) {
         rc = mc_persons_main(argc, argv, database);
+
+    } else if (strcmp(cmd->name, "audit") == 0) {
+        rc = mc_audit_main(argc, argv, database);
 
     } else if (strcmp(cmd->name, "retention") == 0) {
         rc = mc_retention_main(argc, argv, database,

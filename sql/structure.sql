@@ -4044,6 +4044,137 @@ $$;
 ALTER FUNCTION mt5credit.ingest_withdrawal_refund(p_provider text, f mt5credit.payment_fact, p_event bigint) OWNER TO mt5credit_owner;
 
 --
+-- Name: journal_append(text, text, bigint, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.journal_append(p_chain text, p_source text, p_source_id bigint, p_entry jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_seq   integer;
+    v_prev  bytea;
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended(
+                'mt5credit.journal:' || p_chain, 0));
+    SELECT j.seq, j.hash INTO v_seq, v_prev
+    FROM mt5credit.journal j WHERE j.chain = p_chain COLLATE "C"
+    ORDER BY j.seq DESC LIMIT 1;
+
+    v_seq := coalesce(v_seq, 0) + 1;
+    v_prev := coalesce(v_prev, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea);
+
+    INSERT INTO mt5credit.journal (chain, seq, source, source_id, entry,
+                                   prev_hash, hash)
+    VALUES (p_chain, v_seq, p_source, p_source_id, p_entry, v_prev,
+            pg_catalog.sha256(v_prev || pg_catalog.convert_to(
+                p_chain || E'\n' || v_seq || E'\n' || p_entry::text,
+                'UTF8')));
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.journal_append(p_chain text, p_source text, p_source_id bigint, p_entry jsonb) OWNER TO mt5credit_owner;
+
+--
+-- Name: webhook_event; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.webhook_event (
+    id bigint NOT NULL,
+    provider text NOT NULL,
+    provider_event_id text NOT NULL,
+    event_type text,
+    raw_body bytea NOT NULL,
+    body_sha256 bytea NOT NULL,
+    signature_scheme text NOT NULL,
+    signed_at timestamp with time zone,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    disposition text NOT NULL,
+    credit_id bigint,
+    detail text,
+    request_id mt5credit.request_id,
+    body_redacted_at timestamp with time zone,
+    CONSTRAINT webhook_event_body_sha256_check CHECK ((length(body_sha256) = 32)),
+    CONSTRAINT webhook_event_check CHECK (((disposition <> ALL (ARRAY['credit_created'::text, 'already_credited'::text])) OR (credit_id IS NOT NULL))),
+    CONSTRAINT webhook_event_disposition_check CHECK ((disposition = ANY (ARRAY['credit_created'::text, 'already_credited'::text, 'ignored'::text, 'case_opened'::text, 'status_recorded'::text]))),
+    CONSTRAINT webhook_event_event_type_check CHECK (((length(event_type) >= 1) AND (length(event_type) <= 255))),
+    CONSTRAINT webhook_event_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
+    CONSTRAINT webhook_event_provider_event_id_check CHECK (((length(provider_event_id) >= 1) AND (length(provider_event_id) <= 255))),
+    CONSTRAINT webhook_event_redacted_empty CHECK (((body_redacted_at IS NULL) OR (raw_body = '\x'::bytea))),
+    CONSTRAINT webhook_event_signature_scheme_check CHECK ((signature_scheme = ANY (ARRAY['stripe'::text, 'standard'::text, 'hmac-sha256'::text, 'api'::text, 'adyen'::text])))
+);
+
+
+ALTER TABLE mt5credit.webhook_event OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE webhook_event; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.webhook_event IS 'Signed provider events, raw bytes as received, unique per provider event id; append-only.';
+
+
+--
+-- Name: COLUMN webhook_event.body_redacted_at; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.webhook_event.body_redacted_at IS 'When its body was removed under the retention policy (070); its digest stays';
+
+
+--
+-- Name: journal_event_fact(mt5credit.webhook_event); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.journal_event_fact(e mt5credit.webhook_event) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object(
+               'id', e.id, 'provider', e.provider,
+               'provider_event_id', e.provider_event_id,
+               'event_type', e.event_type, 'body_sha256', e.body_sha256,
+               'signature_scheme', e.signature_scheme,
+               'signed_at', e.signed_at, 'received_at', e.received_at,
+               'disposition', e.disposition, 'credit_id', e.credit_id,
+               'detail', e.detail, 'request_id', e.request_id)
+$$;
+
+
+ALTER FUNCTION mt5credit.journal_event_fact(e mt5credit.webhook_event) OWNER TO mt5credit_owner;
+
+--
+-- Name: journal_record(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.journal_record() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_entry  jsonb;
+BEGIN
+    IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
+        RETURN NULL;
+    END IF;
+    IF TG_TABLE_NAME = 'webhook_event' THEN
+        v_entry := journal_event_fact(NEW);
+        IF TG_OP = 'UPDATE' AND v_entry = journal_event_fact(OLD) THEN
+            RETURN NULL;   -- nothing of the fact changed (a body redacted)
+        END IF;
+    ELSE
+        v_entry := to_jsonb(NEW);
+    END IF;
+    PERFORM mt5credit.journal_append(TG_ARGV[1] || ':'
+                                     || (v_entry->>TG_ARGV[0]),
+                                     TG_TABLE_NAME,
+                                     (v_entry->>'id')::bigint, v_entry);
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.journal_record() OWNER TO mt5credit_owner;
+
+--
 -- Name: json_decimal_minor(jsonb, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -11502,6 +11633,50 @@ CREATE TABLE mt5credit.deposit_transition (
 ALTER TABLE mt5credit.deposit_transition OWNER TO mt5credit_owner;
 
 --
+-- Name: journal; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.journal (
+    id bigint NOT NULL,
+    chain text NOT NULL COLLATE pg_catalog."C",
+    seq integer NOT NULL,
+    source text NOT NULL,
+    source_id bigint NOT NULL,
+    entry jsonb NOT NULL,
+    prev_hash bytea NOT NULL,
+    hash bytea NOT NULL,
+    xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    CONSTRAINT journal_chain_check CHECK ((chain ~ '^[a-z_]+:[0-9]+$'::text)),
+    CONSTRAINT journal_hash_check CHECK ((length(hash) = 32)),
+    CONSTRAINT journal_prev_hash_check CHECK ((length(prev_hash) = 32)),
+    CONSTRAINT journal_seq_check CHECK ((seq > 0))
+);
+
+
+ALTER TABLE mt5credit.journal OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE journal; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.journal IS 'The money journal (081): every chained fact as an entry of its entity''s hash chain, written in the fact''s transaction.  Sealed and signed outside the database by mt5credit audit seal.';
+
+
+--
+-- Name: journal_id_seq; Type: SEQUENCE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE mt5credit.journal ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME mt5credit.journal_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: money_proposal_id_seq; Type: SEQUENCE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -12531,52 +12706,6 @@ COMMENT ON TABLE mt5credit.settle_verification IS 'The worker''s check of a tick
 
 
 --
--- Name: webhook_event; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
---
-
-CREATE TABLE mt5credit.webhook_event (
-    id bigint NOT NULL,
-    provider text NOT NULL,
-    provider_event_id text NOT NULL,
-    event_type text,
-    raw_body bytea NOT NULL,
-    body_sha256 bytea NOT NULL,
-    signature_scheme text NOT NULL,
-    signed_at timestamp with time zone,
-    received_at timestamp with time zone DEFAULT now() NOT NULL,
-    disposition text NOT NULL,
-    credit_id bigint,
-    detail text,
-    request_id mt5credit.request_id,
-    body_redacted_at timestamp with time zone,
-    CONSTRAINT webhook_event_body_sha256_check CHECK ((length(body_sha256) = 32)),
-    CONSTRAINT webhook_event_check CHECK (((disposition <> ALL (ARRAY['credit_created'::text, 'already_credited'::text])) OR (credit_id IS NOT NULL))),
-    CONSTRAINT webhook_event_disposition_check CHECK ((disposition = ANY (ARRAY['credit_created'::text, 'already_credited'::text, 'ignored'::text, 'case_opened'::text, 'status_recorded'::text]))),
-    CONSTRAINT webhook_event_event_type_check CHECK (((length(event_type) >= 1) AND (length(event_type) <= 255))),
-    CONSTRAINT webhook_event_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
-    CONSTRAINT webhook_event_provider_event_id_check CHECK (((length(provider_event_id) >= 1) AND (length(provider_event_id) <= 255))),
-    CONSTRAINT webhook_event_redacted_empty CHECK (((body_redacted_at IS NULL) OR (raw_body = '\x'::bytea))),
-    CONSTRAINT webhook_event_signature_scheme_check CHECK ((signature_scheme = ANY (ARRAY['stripe'::text, 'standard'::text, 'hmac-sha256'::text, 'api'::text, 'adyen'::text])))
-);
-
-
-ALTER TABLE mt5credit.webhook_event OWNER TO mt5credit_owner;
-
---
--- Name: TABLE webhook_event; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
---
-
-COMMENT ON TABLE mt5credit.webhook_event IS 'Signed provider events, raw bytes as received, unique per provider event id; append-only.';
-
-
---
--- Name: COLUMN webhook_event.body_redacted_at; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
---
-
-COMMENT ON COLUMN mt5credit.webhook_event.body_redacted_at IS 'When its body was removed under the retention policy (070); its digest stays';
-
-
---
 -- Name: webhook_event_conflict; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13023,6 +13152,22 @@ ALTER TABLE ONLY mt5credit.deposit
 
 ALTER TABLE ONLY mt5credit.deposit_transition
     ADD CONSTRAINT deposit_transition_pkey PRIMARY KEY (from_status, to_status);
+
+
+--
+-- Name: journal journal_chain_seq_key; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.journal
+    ADD CONSTRAINT journal_chain_seq_key UNIQUE (chain, seq);
+
+
+--
+-- Name: journal journal_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.journal
+    ADD CONSTRAINT journal_pkey PRIMARY KEY (id);
 
 
 --
@@ -13611,6 +13756,13 @@ CREATE INDEX deposit_history_deposit_idx ON mt5credit.deposit_history USING btre
 
 
 --
+-- Name: journal_xid_idx; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE INDEX journal_xid_idx ON mt5credit.journal USING btree (xid);
+
+
+--
 -- Name: money_proposal_one_open; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13842,6 +13994,13 @@ CREATE TRIGGER case_action_append_only BEFORE DELETE OR UPDATE ON mt5credit.case
 
 
 --
+-- Name: case_action case_action_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER case_action_journal AFTER INSERT ON mt5credit.case_action FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('case_id', 'case');
+
+
+--
 -- Name: case case_lifecycle; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13874,6 +14033,13 @@ CREATE TRIGGER credit_done_counts_latency AFTER UPDATE OF status ON mt5credit.mt
 --
 
 CREATE TRIGGER credit_history_append_only BEFORE DELETE OR UPDATE ON mt5credit.credit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: credit_history credit_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER credit_history_journal AFTER INSERT ON mt5credit.credit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('credit_id', 'credit');
 
 
 --
@@ -13926,6 +14092,13 @@ CREATE TRIGGER deposit_history_append_only BEFORE DELETE OR UPDATE OR TRUNCATE O
 
 
 --
+-- Name: deposit_history deposit_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER deposit_history_journal AFTER INSERT ON mt5credit.deposit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('deposit_id', 'deposit');
+
+
+--
 -- Name: deposit deposit_no_delete; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13933,10 +14106,31 @@ CREATE TRIGGER deposit_no_delete BEFORE DELETE ON mt5credit.deposit FOR EACH ROW
 
 
 --
+-- Name: journal journal_no_truncate; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER journal_no_truncate BEFORE TRUNCATE ON mt5credit.journal FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: journal journal_no_update; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER journal_no_update BEFORE DELETE OR UPDATE ON mt5credit.journal FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
 -- Name: money_proposal money_proposal_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
 CREATE TRIGGER money_proposal_fixed BEFORE UPDATE ON mt5credit.money_proposal FOR EACH ROW EXECUTE FUNCTION mt5credit.money_proposal_guard();
+
+
+--
+-- Name: money_proposal money_proposal_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER money_proposal_journal AFTER INSERT OR UPDATE ON mt5credit.money_proposal FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('id', 'proposal');
 
 
 --
@@ -14080,6 +14274,13 @@ CREATE TRIGGER payout_history_append_only BEFORE DELETE OR UPDATE ON mt5credit.p
 
 
 --
+-- Name: payout_history payout_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER payout_history_journal AFTER INSERT ON mt5credit.payout_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('payout_id', 'payout');
+
+
+--
 -- Name: payout payout_log_insert; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14220,6 +14421,13 @@ CREATE TRIGGER risk_rule_change_guard BEFORE UPDATE ON mt5credit.risk_rule_chang
 
 
 --
+-- Name: risk_rule_change risk_rule_change_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER risk_rule_change_journal AFTER INSERT OR UPDATE ON mt5credit.risk_rule_change FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('id', 'rule_change');
+
+
+--
 -- Name: risk_rule_change risk_rule_change_no_delete; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14262,6 +14470,13 @@ CREATE TRIGGER webhook_event_immutable BEFORE UPDATE ON mt5credit.webhook_event 
 
 
 --
+-- Name: webhook_event webhook_event_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER webhook_event_journal AFTER INSERT OR UPDATE ON mt5credit.webhook_event FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('id', 'event');
+
+
+--
 -- Name: webhook_event_replay webhook_event_replay_append_only; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14301,6 +14516,13 @@ CREATE TRIGGER withdrawal_guard BEFORE UPDATE ON mt5credit.withdrawal FOR EACH R
 --
 
 CREATE TRIGGER withdrawal_held_for_grows BEFORE UPDATE OF held_for, trading, trading_after ON mt5credit.withdrawal FOR EACH ROW EXECUTE FUNCTION mt5credit.withdrawal_held_for_grows();
+
+
+--
+-- Name: withdrawal withdrawal_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_journal AFTER INSERT OR UPDATE ON mt5credit.withdrawal FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('id', 'withdrawal');
 
 
 --
@@ -14364,6 +14586,13 @@ CREATE TRIGGER withdrawal_refund_guard_and_log BEFORE UPDATE ON mt5credit.withdr
 --
 
 CREATE TRIGGER withdrawal_refund_history_append_only BEFORE DELETE OR UPDATE ON mt5credit.withdrawal_refund_history FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: withdrawal_refund_history withdrawal_refund_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_refund_history_journal AFTER INSERT ON mt5credit.withdrawal_refund_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('refund_id', 'refund');
 
 
 --
@@ -14953,6 +15182,7 @@ GRANT USAGE ON SCHEMA mt5credit TO mt5credit_query;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_console;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_person_admin;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_retention;
+GRANT USAGE ON SCHEMA mt5credit TO mt5credit_audit;
 
 
 --
@@ -15313,6 +15543,7 @@ GRANT ALL ON FUNCTION mt5credit.database_rewound(p_worker text, p_lease_seconds 
 --
 
 REVOKE ALL ON FUNCTION mt5credit.database_timeline_now(OUT system_identifier text, OUT timeline integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.database_timeline_now(OUT system_identifier text, OUT timeline integer) TO mt5credit_audit;
 
 
 --
@@ -15556,6 +15787,34 @@ REVOKE ALL ON FUNCTION mt5credit.ingest_status(p_provider text, f mt5credit.paym
 --
 
 REVOKE ALL ON FUNCTION mt5credit.ingest_withdrawal_refund(p_provider text, f mt5credit.payment_fact, p_event bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION journal_append(p_chain text, p_source text, p_source_id bigint, p_entry jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.journal_append(p_chain text, p_source text, p_source_id bigint, p_entry jsonb) FROM PUBLIC;
+
+
+--
+-- Name: TABLE webhook_event; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.webhook_event TO mt5credit_audit;
+
+
+--
+-- Name: FUNCTION journal_event_fact(e mt5credit.webhook_event); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.journal_event_fact(e mt5credit.webhook_event) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION journal_record(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.journal_record() FROM PUBLIC;
 
 
 --
@@ -16364,6 +16623,13 @@ GRANT ALL ON FUNCTION mt5credit.settle_refused(p_id bigint, p_attempt integer, p
 
 
 --
+-- Name: TABLE money_proposal; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.money_proposal TO mt5credit_audit;
+
+
+--
 -- Name: FUNCTION settle_request(p_credit bigint); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -16533,6 +16799,13 @@ REVOKE ALL ON FUNCTION mt5credit.webhook_event_guard() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.webhook_malformed_guard() FROM PUBLIC;
+
+
+--
+-- Name: TABLE withdrawal; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.withdrawal TO mt5credit_audit;
 
 
 --
@@ -16766,6 +17039,20 @@ GRANT ALL ON FUNCTION mt5credit.work_status() TO mt5credit_operator;
 
 
 --
+-- Name: TABLE case_action; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.case_action TO mt5credit_audit;
+
+
+--
+-- Name: TABLE credit_history; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.credit_history TO mt5credit_audit;
+
+
+--
 -- Name: TABLE currency; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -16777,12 +17064,33 @@ GRANT SELECT ON TABLE mt5credit.currency TO mt5credit_recon;
 
 
 --
+-- Name: TABLE deposit_history; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.deposit_history TO mt5credit_audit;
+
+
+--
+-- Name: TABLE journal; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.journal TO mt5credit_audit;
+
+
+--
 -- Name: TABLE payout_currency; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
 GRANT SELECT ON TABLE mt5credit.payout_currency TO mt5credit_portal;
 GRANT SELECT ON TABLE mt5credit.payout_currency TO mt5credit_operator;
 GRANT SELECT ON TABLE mt5credit.payout_currency TO mt5credit_reader;
+
+
+--
+-- Name: TABLE payout_history; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.payout_history TO mt5credit_audit;
 
 
 --
@@ -16878,11 +17186,25 @@ GRANT SELECT ON TABLE mt5credit.recon_transit_settlement TO mt5credit_operator;
 
 
 --
+-- Name: TABLE risk_rule_change; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.risk_rule_change TO mt5credit_audit;
+
+
+--
 -- Name: TABLE webhook_malformed; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
 GRANT SELECT ON TABLE mt5credit.webhook_malformed TO mt5credit_operator;
 GRANT SELECT ON TABLE mt5credit.webhook_malformed TO mt5credit_reader;
+
+
+--
+-- Name: TABLE withdrawal_refund_history; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.withdrawal_refund_history TO mt5credit_audit;
 
 
 --

@@ -91,6 +91,15 @@ ok(!grep({ $_ eq 'ingest' } @{ functions_of('worker') }),
    'the worker cannot call ingest()');
 ok(!grep({ /^(case_decide|withdrawal_approve)$/ } @{ functions_of('worker') }),
    '... nor approve anything');
+is_deeply(table_privileges('mt5credit_audit'),
+          [ map { "$_:SELECT" } qw(case_action credit_history deposit_history
+                                   journal money_proposal payout_history
+                                   risk_rule_change webhook_event withdrawal
+                                   withdrawal_refund_history) ],
+          'the auditor (081) reads the journal and the tables it chains, '
+          . 'and writes nothing');
+is_deeply(functions_of('mt5credit_audit'), [ 'database_timeline_now' ],
+          '... and executes nothing but the timeline it compares heads with');
 is($sb->sql1("SELECT rolcanlogin::text FROM pg_roles WHERE rolname = "
              . "'mt5credit_owner'"), 'false', 'the owner of it all cannot log in');
 

@@ -1,0 +1,351 @@
+#!/usr/bin/perl
+#
+# The tamper-evident money journal (sql/081, mt5credit audit, docs/security.md).
+# Impossible:
+#   - a planted UPDATE, DELETE, INSERT or TRUNCATE of any chained table, by
+#     the PostgreSQL superuser around every trigger, going unnoticed, or
+#     noticed without the first entry that does not fit named
+#   - the journal itself edited, an entry removed, or every hash of a chain
+#     recomputed, without a signed period saying so
+#   - a head written or changed without the signing key, or one removed
+#   - a rewound database (a backup restored after a seal) taken for an
+#     edit, or an edit for a rewind
+#   - a false alarm after ordinary work, a writer in another time zone, a
+#     PostgreSQL restart, or a redacted webhook body (retention keeps the
+#     digest)
+#   - the auditor's role doing anything but reading what it checks
+
+use strict;
+use warnings;
+
+use Test::More;
+
+use lib 't/lib';
+use Mt5Credit::Stack;
+use Mt5Credit::Worker;
+
+my $st = Mt5Credit::Stack->new;
+my $sb = $st->sb;
+my $sim = $st->sim;
+my $conf = $st->worker_config('w1');
+my $dir = $sb->dir;
+
+# the key lives with the sealer, the heads where the database cannot write
+mkdir "$dir/witness";
+system('openssl', 'genpkey', '-algorithm', 'ed25519', '-out',
+       "$dir/witness/audit.key") == 0 or die 'openssl genpkey';
+system('openssl', 'pkey', '-in', "$dir/witness/audit.key", '-pubout',
+       '-out', "$dir/witness/audit.pub") == 0 or die 'openssl pkey';
+my $heads = "$dir/witness/heads";
+
+$sb->psql('CREATE ROLE auditor LOGIN IN ROLE mt5credit_audit');
+
+sub audit {
+    my ($db, @args) = @_;
+    my $conn = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname='
+               . ($db || 'mt5credit') . ' user=auditor';
+    return Mt5Credit::Worker::run($sb, 'audit', @args, '--database', $conn);
+}
+sub seal   { audit(undef, 'seal', '--key', "$dir/witness/audit.key",
+                   '--heads', $heads) }
+sub verify { audit($_[0], 'verify', '--pubkey', "$dir/witness/audit.pub",
+                   '--heads', $_[1] || $heads) }
+sub work { Mt5Credit::Worker::run($sb, 'work', '-c', $conf, '--once') }
+
+# --- ordinary money work: every chained table gets facts -------------------
+
+$st->account(login => 73001, balance => '0.00');
+$st->account(login => 73002, balance => '0.00');
+my @credits = map { $st->pay(login => 73001, amount => 20000 + $_) } 1 .. 4;
+push @credits, $st->pay(login => 73002, amount => 15000);
+work();
+is(join(' ', map { $st->status_of($_) } @credits), join(' ', ('done') x 5),
+   'five deposits credited');
+
+# a credit the worker failed, with its case (a fixture), before any round
+my $case = $st->failed_with_case($st->pay(login => 73002, amount => 999),
+                                 'audit-case-1');
+
+my $ref = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
+    . "'alice', 'audit-wd-1', 'stripe', 'live1', 73001, 30000, 'USD', "
+    . "'acct_dest_1')", user => 'portal');
+my $digest = $sb->sql1("SELECT mt5credit.withdrawal_prepare('$ref', 'ok')",
+                       user => 'ops_alice');
+$sb->psql("SELECT mt5credit.withdrawal_approve('$ref', '$digest', 'ok')",
+          user => 'ops_bob');
+# a login with money from no refundable deposit: paid out, not refunded
+$st->account(login => 73003, balance => '500.00');
+my $ref2 = $sb->sql1("SELECT reference FROM mt5credit.withdrawal_request("
+    . "'alice', 'audit-wd-2', 'stripe', 'live1', 73003, 10000, 'USD', "
+    . "'acct_dest_2')", user => 'portal');
+$digest = $sb->sql1("SELECT mt5credit.withdrawal_prepare('$ref2', 'ok')",
+                    user => 'ops_alice');
+$sb->psql("SELECT mt5credit.withdrawal_approve('$ref2', '$digest', 'ok')",
+          user => 'ops_bob');
+work();
+
+my $p = $sb->sql1("SELECT mt5credit.case_propose($case, 'requeue_credit', "
+                  . "NULL, NULL, 'retry', NULL)", user => 'ops_alice');
+$sb->psql("SELECT mt5credit.case_decide($p, 'reject', 'no')",
+          user => 'ops_bob');
+my $rc_id = $sb->sql1("SELECT mt5credit.risk_rule_propose('credit_amount', "
+                      . "'USD', NULL, '90000.00', false, 'x')",
+                      user => 'ops_alice');
+$sb->psql("SELECT mt5credit.risk_rule_decide($rc_id, 'approve', 'ok')",
+          user => 'ops_bob');
+
+my %rows;
+for my $t (qw(credit_history deposit_history payout_history
+              withdrawal_refund_history case_action withdrawal money_proposal
+              risk_rule_change webhook_event)) {
+    $rows{$t} = $sb->sql1("SELECT count(*) FROM mt5credit.$t");
+}
+is(scalar(grep { $rows{$_} > 0 } keys %rows), 9,
+   'every chained table has facts: '
+   . join(', ', map { "$_ $rows{$_}" } sort keys %rows));
+is($sb->sql1("SELECT count(*) FROM mt5credit.journal"),
+   $sb->sql1("SELECT (SELECT count(*) FROM mt5credit.credit_history) "
+             . "+ (SELECT count(*) FROM mt5credit.deposit_history) "
+             . "+ (SELECT count(*) FROM mt5credit.payout_history) "
+             . "+ (SELECT count(*) FROM mt5credit.withdrawal_refund_history) "
+             . "+ (SELECT count(*) FROM mt5credit.case_action)")
+   + $sb->sql1("SELECT count(*) FROM mt5credit.journal WHERE source IN "
+               . "('withdrawal', 'money_proposal', 'risk_rule_change', "
+               . "'webhook_event')"),
+   'one entry per history row, and per state of the rows that change');
+is($sb->sql1("SELECT count(DISTINCT chain) FROM mt5credit.journal "
+             . "WHERE source = 'withdrawal'"), 2, 'each withdrawal\'s states '
+   . 'are one chain ...');
+cmp_ok($sb->sql1("SELECT max(seq) FROM mt5credit.journal WHERE chain = "
+                 . "'withdrawal:' || (SELECT id FROM mt5credit.withdrawal "
+                 . "WHERE reference = '$ref')"), '>=', 3,
+       '... of at least three (requested, prepared, approved)');
+
+# --- seal, verify ------------------------------------------------------------
+
+my ($rc, $out) = verify();
+is($rc, 0, 'nothing sealed yet: the chains and facts fit') or diag $out;
+($rc, $out) = seal();
+is($rc, 0, 'sealed') or diag $out;
+like($out, qr/^audit seal: period 1: \d+ entries/m, '... period 1');
+my @lines = do { open my $fh, '<', $heads or die; <$fh> };
+like($lines[0], qr/^[0-9a-f]{128} \{"period":1,/, '... one signed head');
+($rc, $out) = seal();
+like($out, qr/nothing finished since period 1/,
+     'sealed again with nothing new: no empty period');
+
+$st->pay(login => 73002, amount => 777);
+work();
+($rc, $out) = verify();
+is($rc, 0, 'more work after the seal: it fits') or diag $out;
+seal();
+($rc, $out) = verify();
+is($rc, 0, 'two periods: it fits') or diag $out;
+like($out, qr/2 periods sealed and signed/, '... both checked');
+
+$sb->psql("SET TimeZone = 'Pacific/Chatham'; SELECT mt5credit.case_note("
+          . "$case, 'written from a session in UTC+13:45', NULL)",
+          user => 'ops_alice');
+($rc, $out) = verify();
+is($rc, 0, 'a fact written by a session in another time zone: it fits')
+    or diag $out;
+
+$sb->stop_postgres;
+$sb->start_postgres;
+($rc, $out) = verify();
+is($rc, 0, 'after a PostgreSQL restart: it fits') or diag $out;
+
+$sb->psql("UPDATE mt5credit.webhook_event SET raw_body = '', "
+          . "body_redacted_at = now() WHERE id = (SELECT min(id) FROM "
+          . "mt5credit.webhook_event)");
+($rc, $out) = verify();
+is($rc, 0, 'a body emptied by retention (its digest kept): it fits')
+    or diag $out;
+
+# --- the auditor's role ------------------------------------------------------
+
+like($sb->psql("DELETE FROM mt5credit.journal", user => 'auditor',
+               may_fail => 1), qr/permission denied/,
+     'the auditor cannot write the journal');
+like($sb->psql("SELECT count(*) FROM mt5credit.mt5_credit", user => 'auditor',
+               may_fail => 1), qr/permission denied/,
+     '... nor read what it does not check');
+like($sb->psql("UPDATE mt5credit.journal SET seq = seq", may_fail => 1),
+     qr/append-only|cannot|refuse/i,
+     'the journal refuses an UPDATE, even the owner\'s');
+
+# --- tampering, each on its own copy of the database -------------------------
+
+sub on_db {
+    my ($db, $sql) = @_;
+    local $sb->{db} = $db;
+    return $sb->psql($sql);
+}
+
+my $copies = 0;
+sub tampered {
+    my ($what, $sql) = @_;
+    my $db = 'tamper_' . ++$copies;
+    $sb->psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+              . "WHERE datname = 'mt5credit' AND pid <> pg_backend_pid()");
+    on_db('postgres', "CREATE DATABASE $db TEMPLATE mt5credit");
+    # a superuser around every trigger, the journal's included
+    on_db($db, "SET session_replication_role = replica;\n$sql");
+    my @r = verify($db);
+    on_db('postgres', "DROP DATABASE $db");
+    return @r;
+}
+
+my %pick = (
+    credit_history            => 'credit_id',
+    deposit_history           => 'deposit_id',
+    payout_history            => 'payout_id',
+    withdrawal_refund_history => 'refund_id',
+    case_action               => 'case_id',
+    withdrawal                => 'id',
+    money_proposal            => 'id',
+    risk_rule_change          => 'id',
+    webhook_event             => 'id',
+);
+my %change = (
+    credit_history            => "actor = 'mallory'",
+    deposit_history           => "actor = 'mallory'",
+    payout_history            => "actor = 'mallory'",
+    withdrawal_refund_history => "actor = 'mallory'",
+    case_action               => "actor = 'mallory'",
+    withdrawal                => "note = 'paid to acct_mallory'",
+    money_proposal            => "note = 'mallory'",
+    risk_rule_change          => "limit_minor = 1",
+    webhook_event             => "provider_event_id = 'evt_mallory'",
+);
+
+# a planted row must not collide with a unique key
+my %unique = map { $_ => $change{$_} } keys %change;
+$unique{withdrawal} = "idempotency_key = 'planted-0001'";
+$unique{webhook_event} = "provider_event_id = 'evt_planted'";
+$unique{money_proposal} = "status = 'rejected', decided_by = 'mallory', "
+                          . "decided_at = now()";
+
+for my $t (sort keys %pick) {
+    my $id = $sb->sql1("SELECT max(id) FROM mt5credit.$t");
+    my $entry = $sb->sql1("SELECT max(id) FROM mt5credit.journal "
+                          . "WHERE source = '$t' AND source_id = $id");
+
+    ($rc, $out) = tampered($t, "UPDATE mt5credit.$t SET $change{$t} "
+                               . "WHERE id = $id");
+    is($rc, 1, "$t: an UPDATE is found") or diag $out;
+    like($out, qr/the first: journal entry $entry \(.*row $id\): the fact in $t is not what was entered/,
+         "... naming its entry ($entry)");
+
+    ($rc, $out) = tampered($t, "DELETE FROM mt5credit.$t WHERE id = $id");
+    is($rc, 1, "$t: a DELETE is found") or diag $out;
+    like($out, qr/journal entry $entry .*its fact is gone from $t/,
+         '... naming the entry whose fact is gone');
+
+    my $new = $id + 1000000;
+    ($rc, $out) = tampered($t, <<"SQL");
+CREATE TEMP TABLE planted AS SELECT * FROM mt5credit.$t WHERE id = $id;
+UPDATE planted SET id = $new, $unique{$t};
+DO \$\$
+DECLARE
+    cols text;
+BEGIN
+    SELECT string_agg(quote_ident(column_name), ', ') INTO cols
+    FROM information_schema.columns
+    WHERE table_schema = 'mt5credit' AND table_name = '$t'
+      AND is_generated = 'NEVER';
+    EXECUTE format('INSERT INTO mt5credit.%I (%s) OVERRIDING SYSTEM VALUE '
+                   'SELECT %s FROM planted', '$t', cols, cols);
+END
+\$\$;
+SQL
+    is($rc, 1, "$t: an INSERT is found") or diag $out;
+    like($out, qr/row $new: a fact in $t with no entry/,
+         '... naming the row with no entry');
+
+    ($rc, $out) = tampered($t, "TRUNCATE mt5credit.$t CASCADE");
+    is($rc, 1, "$t: a TRUNCATE is found") or diag $out;
+    like($out, qr/its fact is gone from $t/, '... every entry\'s fact gone');
+}
+
+# the journal itself
+my ($first) = $sb->sql1("SELECT min(id) FROM mt5credit.journal "
+                        . "WHERE source = 'credit_history'");
+($rc, $out) = tampered('journal', "UPDATE mt5credit.journal SET entry = "
+    . "entry || '{\"actor\": \"mallory\"}' WHERE id = $first");
+like($out, qr/the first: journal entry $first .*hash is not of its content/,
+     'an entry edited: its hash does not fit, and it is named');
+my $chain_second = $sb->sql1("SELECT id FROM mt5credit.journal WHERE chain = "
+    . "(SELECT chain FROM mt5credit.journal WHERE id = $first) AND seq = 2");
+($rc, $out) = tampered('journal', "DELETE FROM mt5credit.journal "
+                                  . "WHERE id = $first");
+like($out, qr/journal entry $chain_second .*no #1 before it/,
+     'an entry removed: the chain says so at the next one');
+
+# every hash of a chain recomputed after an edit: only the signed root knows
+my $resign = <<"SQL";
+UPDATE mt5credit.journal SET entry = entry || '{"actor": "mallory"}'
+WHERE id = $first;
+UPDATE mt5credit.credit_history h SET actor = 'mallory'
+FROM mt5credit.journal j WHERE j.id = $first AND h.id = j.source_id;
+DO \$\$
+DECLARE
+    e record;
+    v_prev bytea;
+BEGIN
+    FOR e IN SELECT * FROM mt5credit.journal WHERE chain =
+             (SELECT chain FROM mt5credit.journal WHERE id = $first)
+             ORDER BY seq
+    LOOP
+        v_prev := coalesce(v_prev, ('\\x' || repeat('00', 32))::bytea);
+        UPDATE mt5credit.journal SET prev_hash = v_prev,
+            hash = sha256(v_prev || convert_to(chain || E'\\n' || seq
+                          || E'\\n' || entry::text, 'UTF8'))
+        WHERE id = e.id RETURNING hash INTO v_prev;
+    END LOOP;
+END
+\$\$;
+SQL
+($rc, $out) = tampered('journal', $resign);
+is($rc, 1, 'a chain and its fact rewritten consistently: found') or diag $out;
+like($out, qr/^EDIT: period 1 .*root is not the signed one/m,
+     '... by the signed root of its period');
+unlike($out, qr/REWIND/, '... as an edit, not a rewind');
+
+# --- the heads -----------------------------------------------------------------
+
+{
+    my @h = do { open my $fh, '<', $heads or die; <$fh> };
+    open my $fh, '>', "$dir/witness/forged" or die;
+    (my $forged = $h[0]) =~ s/"entries":(\d+)/'"entries":' . ($1 + 1)/e;
+    print $fh $forged, @h[1 .. $#h];
+    close $fh;
+    ($rc, $out) = verify(undef, "$dir/witness/forged");
+    is($rc, 1, 'a head changed without the key: refused');
+    like($out, qr/line 1: the signature does not fit/, '... naming its line');
+    open $fh, '>', "$dir/witness/dropped" or die;
+    print $fh @h[1 .. $#h];
+    close $fh;
+    ($rc, $out) = verify(undef, "$dir/witness/dropped");
+    like($out, qr/line 1: period 2 does not follow/,
+         'a head removed: the next one does not follow');
+}
+
+# --- a rewind: a backup from before the last seal ------------------------------
+
+$sb->psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+          . "WHERE datname = 'mt5credit' AND pid <> pg_backend_pid()");
+on_db('postgres', "CREATE DATABASE before_seal TEMPLATE mt5credit");
+$st->pay(login => 73002, amount => 1234);
+work();
+seal();
+($rc, $out) = verify();
+is($rc, 0, 'three periods sealed: it fits') or diag $out;
+# the old copy stands for the database restored from a backup: it lacks
+# what period 3 signed
+($rc, $out) = verify('before_seal');
+is($rc, 1, 'a database from before the last seal does not fit') or diag $out;
+like($out, qr/^REWIND: period 3 /m, '... and is called a rewind');
+unlike($out, qr/^EDIT: period/m, '... not an edit');
+
+done_testing;
