@@ -33,6 +33,7 @@
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
+#include <endian.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -73,6 +74,19 @@ typedef struct {
     int               n;
 } mc_audit_heads_t;
 
+/* where each chain has got to, as the journal is read in id order */
+typedef struct {
+    char      *chain;            /* NULL: a free slot */
+    int        expect;           /* the next seq */
+    uint8_t    last[MC_MERKLE_HASH];
+} mc_audit_tip_t;
+
+typedef struct {
+    mc_audit_tip_t  *slots;
+    size_t           cap;        /* a power of two */
+    size_t           n;
+} mc_audit_tips_t;
+
 /* the first entry that does not fit, and how many do not */
 typedef struct {
     int64_t   first_id;          /* 0: none named */
@@ -90,19 +104,50 @@ typedef struct {
  * row that changes is compared with its chain's last entry.  Whole
  * statements: nothing is built at run time.
  */
-#define MC_AUDIT_FACTS(table, minus)                                         \
+#define MC_AUDIT_FACTS_HEAD(table)                                           \
     "SELECT coalesce(j.id, 0), coalesce(j.chain, ''), "                      \
     "coalesce(s.id, j.source_id), CASE "                                     \
     "WHEN s.id IS NULL THEN 'its fact is gone from " table "' "              \
     "WHEN j.id IS NULL THEN 'a fact in " table " with no entry' "            \
-    "ELSE 'the fact in " table " is not what was entered' END "              \
+    "ELSE 'the fact in " table " is not what was entered' END "
+
+/* a row and its last entry, compared as records of the table's type */
+#define MC_AUDIT_FACTS(table)                                                \
+    MC_AUDIT_FACTS_HEAD(table)                                               \
     "FROM (SELECT DISTINCT ON (source_id) id, chain, source_id, "            \
-    "             to_jsonb(jsonb_populate_record(NULL::mt5credit." table     \
-    "                      , entry)) " minus " AS fact "                     \
+    "             jsonb_populate_record(NULL::mt5credit." table              \
+    "                                   , entry) AS fact "                   \
     "      FROM mt5credit.journal WHERE source = '" table "' "               \
     "      ORDER BY source_id, seq DESC) j "                                 \
-    "FULL JOIN (SELECT x.id, to_jsonb(x) " minus " AS fact "                 \
-    "           FROM mt5credit." table " x) s ON s.id = j.source_id "        \
+    "FULL JOIN (SELECT x.id, x AS fact FROM mt5credit." table " x) s "       \
+    "ON s.id = j.source_id "                                                 \
+    "WHERE j.id IS NULL OR s.id IS NULL OR j.fact IS DISTINCT FROM s.fact "  \
+    "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
+
+/* a history's rows, each with its one entry (MC_AUDIT_TWICE: not two) */
+#define MC_AUDIT_HISTORY(table)                                              \
+    MC_AUDIT_FACTS_HEAD(table)                                               \
+    "FROM (SELECT id, chain, source_id, "                                    \
+    "             jsonb_populate_record(NULL::mt5credit." table              \
+    "                                   , entry) AS fact "                   \
+    "      FROM mt5credit.journal WHERE source = '" table "') j "            \
+    "FULL JOIN (SELECT x.id, x AS fact FROM mt5credit." table " x) s "       \
+    "ON s.id = j.source_id "                                                 \
+    "WHERE j.id IS NULL OR s.id IS NULL OR j.fact IS DISTINCT FROM s.fact "  \
+    "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
+
+/* a webhook's: all but its body, read back through the row type too */
+#define MC_AUDIT_EVENT_FACTS                                                 \
+    MC_AUDIT_FACTS_HEAD("webhook_event")                                     \
+    "FROM (SELECT DISTINCT ON (source_id) id, chain, source_id, "            \
+    "             to_jsonb(jsonb_populate_record("                           \
+    "                 NULL::mt5credit.webhook_event, entry)) "               \
+    "             - 'raw_body' - 'body_redacted_at' AS fact "                \
+    "      FROM mt5credit.journal WHERE source = 'webhook_event' "           \
+    "      ORDER BY source_id, seq DESC) j "                                 \
+    "FULL JOIN (SELECT x.id, to_jsonb(x) - 'raw_body' - 'body_redacted_at' " \
+    "           AS fact FROM mt5credit.webhook_event x) s "                  \
+    "ON s.id = j.source_id "                                                 \
     "WHERE j.id IS NULL OR s.id IS NULL OR j.fact <> s.fact "                \
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
 
@@ -112,20 +157,20 @@ typedef struct {
     "GROUP BY source_id HAVING count(*) > 1 ORDER BY 1 LIMIT 20"
 
 static const char  *mc_audit_fact_sql[] = {
-    MC_AUDIT_FACTS("credit_history", ""),
+    MC_AUDIT_HISTORY("credit_history"),
     MC_AUDIT_TWICE("credit_history"),
-    MC_AUDIT_FACTS("deposit_history", ""),
+    MC_AUDIT_HISTORY("deposit_history"),
     MC_AUDIT_TWICE("deposit_history"),
-    MC_AUDIT_FACTS("payout_history", ""),
+    MC_AUDIT_HISTORY("payout_history"),
     MC_AUDIT_TWICE("payout_history"),
-    MC_AUDIT_FACTS("withdrawal_refund_history", ""),
+    MC_AUDIT_HISTORY("withdrawal_refund_history"),
     MC_AUDIT_TWICE("withdrawal_refund_history"),
-    MC_AUDIT_FACTS("case_action", ""),
+    MC_AUDIT_HISTORY("case_action"),
     MC_AUDIT_TWICE("case_action"),
-    MC_AUDIT_FACTS("withdrawal", ""),
-    MC_AUDIT_FACTS("money_proposal", ""),
-    MC_AUDIT_FACTS("risk_rule_change", ""),
-    MC_AUDIT_FACTS("webhook_event", "- 'raw_body' - 'body_redacted_at'"),
+    MC_AUDIT_FACTS("withdrawal"),
+    MC_AUDIT_FACTS("money_proposal"),
+    MC_AUDIT_FACTS("risk_rule_change"),
+    MC_AUDIT_EVENT_FACTS,
     NULL
 };
 
@@ -138,6 +183,9 @@ static int mc_audit_read_heads(const char *path, EVP_PKEY *pub,
     mc_audit_heads_t *h);
 static int mc_audit_chains(PGconn *conn, mc_audit_finding_t *f,
     int64_t *entries, int64_t *chains);
+static mc_audit_tip_t *mc_audit_tip(mc_audit_tips_t *t, const char *chain,
+    size_t len);
+static void mc_audit_tips_free(mc_audit_tips_t *t);
 static int mc_audit_facts(PGconn *conn, mc_audit_finding_t *f);
 static int mc_audit_periods(PGconn *conn, const mc_audit_heads_t *h,
     mc_audit_finding_t *f);
@@ -147,6 +195,9 @@ static int mc_audit_root(PGconn *conn, const char *from, const char *to,
 static void mc_audit_found(mc_audit_finding_t *f, int64_t id,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void mc_audit_hex(const uint8_t *b, size_t n, char *out);
+static int64_t mc_audit_int8(const char *p);
+static double mc_audit_now(void);
+static int mc_audit_int4(const char *p);
 static int mc_audit_unhex(const char *s, uint8_t *out, size_t n);
 static PGresult *mc_audit_exec(PGconn *conn, const char *sql, int n,
     const char *const *params);
@@ -410,6 +461,7 @@ mc_audit_verify(PGconn *conn, const char *pub_path, const char *heads_path)
 {
     int                 rc;
     FILE               *kf;
+    double              t[4];
     int64_t             entries, chains;
     EVP_PKEY           *pub;
     PGresult           *res;
@@ -451,20 +503,30 @@ mc_audit_verify(PGconn *conn, const char *pub_path, const char *heads_path)
         goto done;
     }
 
-    if (mc_audit_chains(conn, &f, &entries, &chains) != 0) {
+    /* a batch job's joins of a million rows: in memory, not in files */
+    res = mc_audit_exec(conn, "SET LOCAL work_mem = '256MB'", 0, NULL);
+    PQclear(res);
+
+    t[0] = mc_audit_now();
+    if (res == NULL || mc_audit_chains(conn, &f, &entries, &chains) != 0) {
         goto done;
     }
+    t[1] = mc_audit_now();
     f.shown = 0;
     if (mc_audit_facts(conn, &f) != 0) {
         goto done;
     }
+    t[2] = mc_audit_now();
     f.shown = 0;
     if (mc_audit_periods(conn, &h, &f) != 0) {
         goto done;
     }
+    t[3] = mc_audit_now();
 
     printf("audit verify: %" PRId64 " entries in %" PRId64 " chains, %d "
-           "periods sealed and signed\n", entries, chains, h.n);
+           "periods sealed and signed (chains %.1f s, facts %.1f s, periods "
+           "%.1f s)\n", entries, chains, h.n, t[1] - t[0], t[2] - t[1],
+           t[3] - t[2]);
 
     if (f.problems == 0) {
         printf("audit verify: every chain, fact and sealed period fits\n");
@@ -621,119 +683,210 @@ mc_audit_read_heads(const char *path, EVP_PKEY *pub, mc_audit_heads_t *h)
 }
 
 
-/* every chain recomputed: seq 1, 2, ...; each prev_hash its predecessor's */
+/*
+ * Every chain recomputed: seq 1, 2, ...; each prev_hash its predecessor's.
+ * Read in id order, which is each chain's seq order (an append takes the
+ * chain's turn, then its id), and the order the table was written in: no
+ * sort of a million entries.
+ */
 static int
 mc_audit_chains(PGconn *conn, mc_audit_finding_t *f, int64_t *entries,
     int64_t *chains)
 {
-    int            seq, expect;
-    char           chain[64], head[96];
-    size_t         tlen, need, cap;
-    int64_t        id;
-    uint8_t        prev[MC_MERKLE_HASH], last[MC_MERKLE_HASH];
-    uint8_t        stored[MC_MERKLE_HASH], h[MC_MERKLE_HASH], *buf, *nb;
-    PGresult      *res;
-    const char    *text;
+    int              r, n, seq, hlen;
+    char             head[96];
+    size_t           tlen, need, cap, clen;
+    int64_t          id;
+    uint8_t          h[MC_MERKLE_HASH], *buf, *nb;
+    PGresult        *res;
+    const char      *text, *chain;
+    const uint8_t   *prev, *stored;
+    mc_audit_tip_t  *tip;
+    mc_audit_tips_t  tips;
 
     *entries = 0;
-    *chains = 0;
-    chain[0] = '\0';
-    expect = 1;
-    memset(last, 0, sizeof(last));
     buf = NULL;
     cap = 0;
+    memset(&tips, 0, sizeof(tips));
 
-    if (!PQsendQueryParams(conn, "SELECT id, chain, seq, encode(prev_hash, "
-                           "'hex'), encode(hash, 'hex'), entry::text "
-                           "FROM mt5credit.journal ORDER BY chain, seq", 0,
-                           NULL, NULL, NULL, NULL, 0)
-        || !PQsetSingleRowMode(conn))
-    {
-        fprintf(stderr, "mt5credit audit verify: %s", PQerrorMessage(conn));
+    /* binary: the hashes as their 32 bytes; a cursor: memory stays small */
+    res = mc_audit_exec(conn, "DECLARE mc_chains NO SCROLL CURSOR FOR "
+                        "SELECT id, chain, seq, prev_hash, hash, entry::text "
+                        "FROM mt5credit.journal ORDER BY id", 0, NULL);
+    if (res == NULL) {
         return -1;
     }
+    PQclear(res);
 
-    while ((res = PQgetResult(conn)) != NULL) {
-        if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-            PQclear(res);
-            continue;
-        }
-        if (PQresultStatus(res) != PGRES_SINGLE_TUPLE) {
+    for ( ;; ) {
+        res = PQexecParams(conn, "FETCH FORWARD 10000 FROM mc_chains", 0,
+                           NULL, NULL, NULL, NULL, 1);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK) {
             fprintf(stderr, "mt5credit audit verify: %s",
                     PQresultErrorMessage(res));
+            goto failed;
+        }
+
+        n = PQntuples(res);
+        if (n == 0) {
             PQclear(res);
-            while ((res = PQgetResult(conn)) != NULL) {
-                PQclear(res);
+            break;
+        }
+
+        for (r = 0; r < n; r++) {
+            (*entries)++;
+            id = mc_audit_int8(PQgetvalue(res, r, 0));
+            chain = PQgetvalue(res, r, 1);
+            clen = (size_t) PQgetlength(res, r, 1);
+            seq = mc_audit_int4(PQgetvalue(res, r, 2));
+            prev = (const uint8_t *) PQgetvalue(res, r, 3);
+            stored = (const uint8_t *) PQgetvalue(res, r, 4);
+            text = PQgetvalue(res, r, 5);
+            tlen = (size_t) PQgetlength(res, r, 5);
+
+            if (clen >= 64 || PQgetlength(res, r, 3) != MC_MERKLE_HASH
+                || PQgetlength(res, r, 4) != MC_MERKLE_HASH)
+            {
+                mc_audit_found(f, id, "journal entry %" PRId64 ": not an "
+                               "entry (its chain or hashes)", id);
+                continue;
             }
-            free(buf);
-            return -1;
-        }
 
-        (*entries)++;
-        id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-        seq = atoi(PQgetvalue(res, 0, 2));
-        text = PQgetvalue(res, 0, 5);
-
-        if (strcmp(chain, PQgetvalue(res, 0, 1)) != 0) {
-            snprintf(chain, sizeof(chain), "%s", PQgetvalue(res, 0, 1));
-            (*chains)++;
-            expect = 1;
-            memset(last, 0, sizeof(last));
-        }
-
-        if (mc_audit_unhex(PQgetvalue(res, 0, 3), prev, MC_MERKLE_HASH) != 0
-            || mc_audit_unhex(PQgetvalue(res, 0, 4), stored, MC_MERKLE_HASH)
-               != 0)
-        {
-            mc_audit_found(f, id, "journal entry %" PRId64 " (%s #%d): its "
-                           "hashes are not hashes", id, chain, seq);
-            PQclear(res);
-            continue;
-        }
-
-        if (seq != expect) {
-            mc_audit_found(f, id, "journal entry %" PRId64 " (%s #%d): the "
-                           "chain has no #%d before it: an entry was removed",
-                           id, chain, seq, expect);
-        } else if (memcmp(prev, last, MC_MERKLE_HASH) != 0) {
-            mc_audit_found(f, id, "journal entry %" PRId64 " (%s #%d): its "
-                           "previous hash is not its predecessor's", id,
-                           chain, seq);
-        }
-
-        /* prev || chain '\n' seq '\n' || entry */
-        snprintf(head, sizeof(head), "%s\n%d\n", chain, seq);
-        tlen = strlen(text);
-        need = MC_MERKLE_HASH + strlen(head) + tlen;
-        if (need > cap) {
-            nb = realloc(buf, need);
-            if (nb == NULL) {
-                PQclear(res);
-                free(buf);
-                return -1;
+            tip = mc_audit_tip(&tips, chain, clen);
+            if (tip == NULL) {
+                goto failed;
             }
-            buf = nb;
-            cap = need;
-        }
-        memcpy(buf, prev, MC_MERKLE_HASH);
-        memcpy(buf + MC_MERKLE_HASH, head, strlen(head));
-        memcpy(buf + MC_MERKLE_HASH + strlen(head), text, tlen);
-        SHA256(buf, need, h);
 
-        if (memcmp(h, stored, MC_MERKLE_HASH) != 0) {
-            mc_audit_found(f, id, "journal entry %" PRId64 " (%s #%d): its "
-                           "hash is not of its content: the entry was "
-                           "changed", id, chain, seq);
+            if (seq != tip->expect) {
+                mc_audit_found(f, id, "journal entry %" PRId64 " (%s #%d): "
+                               "the chain has no #%d before it: an entry was "
+                               "removed", id, chain, seq, tip->expect);
+            } else if (memcmp(prev, tip->last, MC_MERKLE_HASH) != 0) {
+                mc_audit_found(f, id, "journal entry %" PRId64 " (%s #%d): "
+                               "its previous hash is not its predecessor's",
+                               id, chain, seq);
+            }
+
+            /* prev || chain '\n' seq '\n' || entry */
+            hlen = snprintf(head, sizeof(head), "%s\n%d\n", chain, seq);
+            need = MC_MERKLE_HASH + (size_t) hlen + tlen;
+            if (need > cap) {
+                nb = realloc(buf, need);
+                if (nb == NULL) {
+                    goto failed;
+                }
+                buf = nb;
+                cap = need;
+            }
+            memcpy(buf, prev, MC_MERKLE_HASH);
+            memcpy(buf + MC_MERKLE_HASH, head, (size_t) hlen);
+            memcpy(buf + MC_MERKLE_HASH + hlen, text, tlen);
+            SHA256(buf, need, h);
+
+            if (memcmp(h, stored, MC_MERKLE_HASH) != 0) {
+                mc_audit_found(f, id, "journal entry %" PRId64 " (%s #%d): "
+                               "its hash is not of its content: the entry was "
+                               "changed", id, chain, seq);
+            }
+
+            memcpy(tip->last, stored, MC_MERKLE_HASH);
+            tip->expect = seq + 1;
         }
 
-        memcpy(last, stored, MC_MERKLE_HASH);
-        expect = seq + 1;
         PQclear(res);
     }
 
+    *chains = (int64_t) tips.n;
     free(buf);
+    mc_audit_tips_free(&tips);
+    res = mc_audit_exec(conn, "CLOSE mc_chains", 0, NULL);
+    PQclear(res);
 
     return 0;
+
+failed:
+
+    PQclear(res);
+    free(buf);
+    mc_audit_tips_free(&tips);
+
+    return -1;
+}
+
+
+/* the chain's tip, made (expecting #1) the first time it is seen */
+static mc_audit_tip_t *
+mc_audit_tip(mc_audit_tips_t *t, const char *chain, size_t len)
+{
+    size_t           i, j, hash;
+    mc_audit_tip_t  *old, *slot;
+    size_t           old_cap;
+
+    if (2 * (t->n + 1) > t->cap) {
+        old = t->slots;
+        old_cap = t->cap;
+        t->cap = old_cap ? 2 * old_cap : 1024;
+        t->slots = calloc(t->cap, sizeof(mc_audit_tip_t));
+        if (t->slots == NULL) {
+            t->slots = old;
+            t->cap = old_cap;
+            return NULL;
+        }
+        for (i = 0; i < old_cap; i++) {
+            if (old[i].chain == NULL) {
+                continue;
+            }
+            hash = 14695981039346656037ULL;
+            for (j = 0; old[i].chain[j] != '\0'; j++) {
+                hash = (hash ^ (uint8_t) old[i].chain[j]) * 1099511628211ULL;
+            }
+            for (j = hash & (t->cap - 1); t->slots[j].chain != NULL;
+                 j = (j + 1) & (t->cap - 1))
+            {
+                /* probe */
+            }
+            t->slots[j] = old[i];
+        }
+        free(old);
+    }
+
+    /* FNV-1a */
+    hash = 14695981039346656037ULL;
+    for (i = 0; i < len; i++) {
+        hash = (hash ^ (uint8_t) chain[i]) * 1099511628211ULL;
+    }
+
+    for (i = hash & (t->cap - 1); ; i = (i + 1) & (t->cap - 1)) {
+        slot = &t->slots[i];
+        if (slot->chain == NULL) {
+            slot->chain = strndup(chain, len);
+            if (slot->chain == NULL) {
+                return NULL;
+            }
+            slot->expect = 1;
+            memset(slot->last, 0, MC_MERKLE_HASH);
+            t->n++;
+            return slot;
+        }
+        if (strncmp(slot->chain, chain, len) == 0
+            && slot->chain[len] == '\0')
+        {
+            return slot;
+        }
+    }
+}
+
+
+static void
+mc_audit_tips_free(mc_audit_tips_t *t)
+{
+    size_t  i;
+
+    for (i = 0; i < t->cap; i++) {
+        free(t->slots[i].chain);
+    }
+    free(t->slots);
+    memset(t, 0, sizeof(mc_audit_tips_t));
 }
 
 
@@ -856,46 +1009,66 @@ mc_audit_root(PGconn *conn, const char *from, const char *to,
     uint8_t root[MC_MERKLE_HASH], int64_t *n, int64_t *first_id,
     int64_t *last_id)
 {
-    int           r;
+    int           r, rows;
+    int64_t       id;
     PGresult     *res;
     const char   *params[2];
     mc_merkle_t  *m;
 
     params[0] = from;
     params[1] = to;
+    *n = 0;
+    *first_id = 0;
+    *last_id = 0;
 
-    res = mc_audit_exec(conn, "SELECT id, hash FROM mt5credit.journal "
+    res = mc_audit_exec(conn, "DECLARE mc_period NO SCROLL CURSOR FOR "
+                        "SELECT id, hash FROM mt5credit.journal "
                         "WHERE xid >= $1::xid8 AND xid < $2::xid8 "
                         "ORDER BY id", 2, params);
     if (res == NULL) {
         return -1;
     }
+    PQclear(res);
 
     m = malloc(sizeof(mc_merkle_t));
     if (m == NULL) {
-        PQclear(res);
         return -1;
     }
     mc_merkle_init(m);
 
-    *n = PQntuples(res);
-    *first_id = *n > 0 ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
-    *last_id = *n > 0 ? strtoll(PQgetvalue(res, *n - 1, 0), NULL, 10) : 0;
-
-    for (r = 0; r < PQntuples(res); r++) {
-        uint8_t  leaf[MC_MERKLE_HASH];
-
-        /* bytea in hex output: \x and 64 digits */
-        if (mc_audit_unhex(PQgetvalue(res, r, 1) + 2, leaf, MC_MERKLE_HASH)
-            != 0)
-        {
-            memset(leaf, 0, sizeof(leaf));
+    for ( ;; ) {
+        res = PQexecParams(conn, "FETCH FORWARD 10000 FROM mc_period", 0,
+                           NULL, NULL, NULL, NULL, 1);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+            fprintf(stderr, "mt5credit audit: %s", PQresultErrorMessage(res));
+            PQclear(res);
+            free(m);
+            return -1;
         }
-        mc_merkle_add(m, leaf, sizeof(leaf));
+
+        rows = PQntuples(res);
+        if (rows == 0) {
+            PQclear(res);
+            break;
+        }
+
+        for (r = 0; r < rows; r++) {
+            id = mc_audit_int8(PQgetvalue(res, r, 0));
+            if (*n == 0) {
+                *first_id = id;
+            }
+            *last_id = id;
+            (*n)++;
+            mc_merkle_add(m, (const uint8_t *) PQgetvalue(res, r, 1),
+                          (size_t) PQgetlength(res, r, 1));
+        }
+
+        PQclear(res);
     }
 
     mc_merkle_root(m, root);
     free(m);
+    res = mc_audit_exec(conn, "CLOSE mc_period", 0, NULL);
     PQclear(res);
 
     return 0;
@@ -977,4 +1150,35 @@ mc_audit_unhex(const char *s, uint8_t *out, size_t n)
     }
 
     return 0;
+}
+
+
+/* binary results: network byte order, at any alignment */
+static int64_t
+mc_audit_int8(const char *p)
+{
+    uint64_t  v;
+
+    memcpy(&v, p, sizeof(v));
+    return (int64_t) be64toh(v);
+}
+
+
+static int
+mc_audit_int4(const char *p)
+{
+    uint32_t  v;
+
+    memcpy(&v, p, sizeof(v));
+    return (int) be32toh(v);
+}
+
+
+static double
+mc_audit_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
