@@ -516,6 +516,22 @@ BEGIN
                         'login''s trading from MT5 (rule '
                         'withdrawal_trading): it cannot be prepared yet',
                         NEW.reference USING ERRCODE = 'MC073';
+    ELSIF NEW.status = 'prepared' AND OLD.status <> 'prepared'
+          AND NEW.trading_after IS NOT NULL
+          AND EXISTS (SELECT 1 FROM mt5_credit c, mt5_credit a
+                      WHERE a.id = NEW.trading_after
+                        AND c.mt5_server = NEW.mt5_server
+                        AND c.mt5_login = NEW.mt5_login
+                        AND c.kind = 'deposit' AND c.status = 'done'
+                        AND c.mt5_deal_ticket > a.mt5_deal_ticket)
+    THEN
+        -- asked while a deposit was on its way: the trading read was
+        -- since the one before, not since the money it would take out
+        RAISE EXCEPTION 'withdrawal %: a deposit was credited to its login '
+                        'after it was asked, so its trading was not read '
+                        'since that deposit (rule withdrawal_trading): '
+                        'reject it and let the client ask again',
+                        NEW.reference USING ERRCODE = 'MC073';
     ELSIF (NEW.amount_minor, NEW.currency, NEW.provider)
           IS NOT DISTINCT FROM (OLD.amount_minor, OLD.currency, OLD.provider)
           OR NEW.status <> 'requested'
@@ -677,6 +693,63 @@ REVOKE ALL ON FUNCTION mt5credit.credit_case_propose(bigint, text, bigint,
 REVOKE ALL ON FUNCTION mt5credit.credit_case_decide(bigint, text, text)
     FROM mt5credit_operator;
 
+-- A case decides the hold it was opened for, and only while that is the
+-- withdrawal's last: released on an older case, a hold added since (the
+-- worker's trading reading) would go undecided.
+CREATE FUNCTION mt5credit.withdrawal_hold_current(c mt5credit."case",
+    w mt5credit.withdrawal)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = mt5credit, pg_temp
+AS $$
+BEGIN
+    IF w.status = 'held'
+       AND (c.details->'withdrawal'->>'hold')::integer
+           IS DISTINCT FROM jsonb_array_length(w.held_for)
+    THEN
+        RAISE EXCEPTION 'case %: withdrawal % was held again since (hold '
+                        '%, this case is for hold %): decide it on the '
+                        'newest hold''s case', c.id, w.reference,
+                        jsonb_array_length(w.held_for),
+                        c.details->'withdrawal'->>'hold'
+            USING ERRCODE = 'MC048';
+    END IF;
+END
+$$;
+
+-- A hold's case is not resolved while what it holds is still held: one
+-- person resolving it would leave the money held with no case to decide
+-- it on (two people release or return it first).
+CREATE FUNCTION mt5credit.hold_case_guard() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = mt5credit, pg_temp
+AS $$
+BEGIN
+    IF NEW.kind = 'risk_hold'
+       AND EXISTS (SELECT 1 FROM mt5_credit k
+                   WHERE k.id = NEW.credit_id AND k.status = 'held')
+       OR NEW.kind = 'withdrawal_hold'
+          AND EXISTS (SELECT 1 FROM withdrawal w
+                      WHERE w.id = (NEW.details->'withdrawal'->>'id')::bigint
+                        AND w.status = 'held'
+                        AND jsonb_array_length(w.held_for)
+                            = (NEW.details->'withdrawal'->>'hold')::integer)
+    THEN
+        RAISE EXCEPTION 'case %: what it holds is still held; two people '
+                        'release or return it first', NEW.id
+            USING ERRCODE = 'MC048';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER case_hold_decided_first
+    BEFORE UPDATE OF status ON mt5credit."case"
+    FOR EACH ROW
+    WHEN (NEW.status = 'resolved' AND OLD.status <> 'resolved'
+          AND NEW.kind IN ('risk_hold', 'withdrawal_hold'))
+    EXECUTE FUNCTION mt5credit.hold_case_guard();
+
 CREATE FUNCTION mt5credit.withdrawal_case_propose(c mt5credit."case",
     p_action text, p_note text, p_evidence jsonb)
 RETURNS bigint
@@ -699,6 +772,7 @@ BEGIN
                         'released or returned', w.reference, w.status
             USING ERRCODE = 'MC048';
     END IF;
+    PERFORM withdrawal_hold_current(c, w);
 
     PERFORM step_up_require('propose', c.id::text, p_action, NULL, NULL);
 
@@ -736,6 +810,7 @@ BEGIN
 
     IF p_decision = 'approve' THEN
         PERFORM step_up_require('approve', p.id::text);
+        PERFORM withdrawal_hold_current(c, w);
         -- released: asked again, for the usual maker and checker;
         -- returned: rejected, nothing leaves the MT5 account
         UPDATE withdrawal
@@ -1033,6 +1108,9 @@ REVOKE ALL ON FUNCTION mt5credit.withdrawal_trading_due(text[], integer)
     FROM PUBLIC;
 REVOKE ALL ON FUNCTION mt5credit.withdrawal_trading_record(bigint, bigint,
     bigint, integer, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_hold_current(mt5credit."case",
+    mt5credit.withdrawal) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mt5credit.hold_case_guard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION mt5credit.withdrawal_case_propose(mt5credit."case",
     text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION mt5credit.withdrawal_case_decide(

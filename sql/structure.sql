@@ -2934,6 +2934,36 @@ $_$;
 ALTER FUNCTION mt5credit.exact_volume(p_lots text, p_what text) OWNER TO mt5credit_owner;
 
 --
+-- Name: hold_case_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.hold_case_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.kind = 'risk_hold'
+       AND EXISTS (SELECT 1 FROM mt5_credit k
+                   WHERE k.id = NEW.credit_id AND k.status = 'held')
+       OR NEW.kind = 'withdrawal_hold'
+          AND EXISTS (SELECT 1 FROM withdrawal w
+                      WHERE w.id = (NEW.details->'withdrawal'->>'id')::bigint
+                        AND w.status = 'held'
+                        AND jsonb_array_length(w.held_for)
+                            = (NEW.details->'withdrawal'->>'hold')::integer)
+    THEN
+        RAISE EXCEPTION 'case %: what it holds is still held; two people '
+                        'release or return it first', NEW.id
+            USING ERRCODE = 'MC048';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.hold_case_guard() OWNER TO mt5credit_owner;
+
+--
 -- Name: ingest(text, text, bytea, text, bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -9936,6 +9966,7 @@ BEGIN
 
     IF p_decision = 'approve' THEN
         PERFORM step_up_require('approve', p.id::text);
+        PERFORM withdrawal_hold_current(c, w);
         -- released: asked again, for the usual maker and checker;
         -- returned: rejected, nothing leaves the MT5 account
         UPDATE withdrawal
@@ -10005,6 +10036,7 @@ BEGIN
                         'released or returned', w.reference, w.status
             USING ERRCODE = 'MC048';
     END IF;
+    PERFORM withdrawal_hold_current(c, w);
 
     PERFORM step_up_require('propose', c.id::text, p_action, NULL, NULL);
 
@@ -10176,6 +10208,32 @@ $$;
 
 
 ALTER FUNCTION mt5credit.withdrawal_held_for_grows() OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_hold_current(mt5credit."case", mt5credit.withdrawal); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_hold_current(c mt5credit."case", w mt5credit.withdrawal) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF w.status = 'held'
+       AND (c.details->'withdrawal'->>'hold')::integer
+           IS DISTINCT FROM jsonb_array_length(w.held_for)
+    THEN
+        RAISE EXCEPTION 'case %: withdrawal % was held again since (hold '
+                        '%, this case is for hold %): decide it on the '
+                        'newest hold''s case', c.id, w.reference,
+                        jsonb_array_length(w.held_for),
+                        c.details->'withdrawal'->>'hold'
+            USING ERRCODE = 'MC048';
+    END IF;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_hold_current(c mt5credit."case", w mt5credit.withdrawal) OWNER TO mt5credit_owner;
 
 --
 -- Name: withdrawal_on_hold(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -10740,6 +10798,22 @@ BEGIN
         RAISE EXCEPTION 'withdrawal % waits for the worker to read the '
                         'login''s trading from MT5 (rule '
                         'withdrawal_trading): it cannot be prepared yet',
+                        NEW.reference USING ERRCODE = 'MC073';
+    ELSIF NEW.status = 'prepared' AND OLD.status <> 'prepared'
+          AND NEW.trading_after IS NOT NULL
+          AND EXISTS (SELECT 1 FROM mt5_credit c, mt5_credit a
+                      WHERE a.id = NEW.trading_after
+                        AND c.mt5_server = NEW.mt5_server
+                        AND c.mt5_login = NEW.mt5_login
+                        AND c.kind = 'deposit' AND c.status = 'done'
+                        AND c.mt5_deal_ticket > a.mt5_deal_ticket)
+    THEN
+        -- asked while a deposit was on its way: the trading read was
+        -- since the one before, not since the money it would take out
+        RAISE EXCEPTION 'withdrawal %: a deposit was credited to its login '
+                        'after it was asked, so its trading was not read '
+                        'since that deposit (rule withdrawal_trading): '
+                        'reject it and let the client ask again',
                         NEW.reference USING ERRCODE = 'MC073';
     ELSIF (NEW.amount_minor, NEW.currency, NEW.provider)
           IS NOT DISTINCT FROM (OLD.amount_minor, OLD.currency, OLD.provider)
@@ -14001,6 +14075,13 @@ CREATE TRIGGER case_action_journal AFTER INSERT ON mt5credit.case_action FOR EAC
 
 
 --
+-- Name: case case_hold_decided_first; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER case_hold_decided_first BEFORE UPDATE OF status ON mt5credit."case" FOR EACH ROW WHEN (((new.status = 'resolved'::text) AND (old.status <> 'resolved'::text) AND (new.kind = ANY (ARRAY['risk_hold'::text, 'withdrawal_hold'::text])))) EXECUTE FUNCTION mt5credit.hold_case_guard();
+
+
+--
 -- Name: case case_lifecycle; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -15710,6 +15791,13 @@ REVOKE ALL ON FUNCTION mt5credit.exact_volume(p_lots text, p_what text) FROM PUB
 
 
 --
+-- Name: FUNCTION hold_case_guard(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.hold_case_guard() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION ingest(p_provider text, p_event_id text, p_raw_body bytea, p_scheme text, p_signed_at bigint); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -16871,6 +16959,13 @@ REVOKE ALL ON FUNCTION mt5credit.withdrawal_guard() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.withdrawal_held_for_grows() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION withdrawal_hold_current(c mt5credit."case", w mt5credit.withdrawal); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_hold_current(c mt5credit."case", w mt5credit.withdrawal) FROM PUBLIC;
 
 
 --

@@ -23,7 +23,7 @@ my $ROOT = $Mt5Credit::Sandbox::ROOT;
 my $BIN = $Mt5Credit::Worker::BIN;
 
 my @COMMANDS = qw(work resolve status reconcile poll-provider payout cases
-                  risk withdrawals events persons send-test-webhook);
+                  risk withdrawals events persons send-test-webhook audit);
 
 # its exit status, stdout and stderr
 sub cli {

@@ -124,7 +124,12 @@ cmp_ok($sb->sql1("SELECT max(seq) FROM mt5credit.journal WHERE chain = "
 # --- seal, verify ------------------------------------------------------------
 
 my ($rc, $out) = verify();
-is($rc, 0, 'nothing sealed yet: the chains and facts fit') or diag $out;
+is($rc, 3, 'no heads file: verify cannot check (not "nothing sealed")');
+like($out, qr/--heads .*no such file/, '... and says why');
+{ open my $fh, '>', $heads or die; }
+($rc, $out) = verify();
+is($rc, 0, 'an empty heads file, nothing sealed yet: the chains and facts '
+   . 'fit') or diag $out;
 ($rc, $out) = seal();
 is($rc, 0, 'sealed') or diag $out;
 like($out, qr/^audit seal: period 1: \d+ entries/m, '... period 1');
@@ -281,6 +286,26 @@ my $chain_second = $sb->sql1("SELECT id FROM mt5credit.journal WHERE chain = "
                                   . "WHERE id = $first");
 like($out, qr/journal entry $chain_second .*no #1 before it/,
      'an entry removed: the chain says so at the next one');
+
+# the journal's unhashed columns do not decide which row an entry is of
+my $wd_entry = $sb->sql1("SELECT max(id) FROM mt5credit.journal "
+                         . "WHERE source = 'withdrawal'");
+($rc, $out) = tampered('journal', "UPDATE mt5credit.journal SET source = "
+    . "'elsewhere' WHERE id = $wd_entry; UPDATE mt5credit.withdrawal SET "
+    . "note = 'mallory' WHERE id = (SELECT source_id FROM mt5credit.journal "
+    . "WHERE id = $wd_entry)");
+like($out, qr/journal entry $wd_entry .*its source is not its chain's/,
+     'an entry\'s source column changed: found');
+like($out, qr/the fact in withdrawal is not what was entered/,
+     '... and the row it hid still compared with its entry');
+
+# a stored body is the one its digest names
+my $ev = $sb->sql1("SELECT max(id) FROM mt5credit.webhook_event "
+                   . "WHERE body_redacted_at IS NULL");
+($rc, $out) = tampered('webhook_event', "UPDATE mt5credit.webhook_event SET "
+    . "raw_body = raw_body || '\\x20'::bytea WHERE id = $ev");
+like($out, qr/row $ev: its stored body is not the one its digest names|event:$ev, row $ev\): its stored body is not the one its digest names/,
+     'a stored webhook body changed: found against its digest');
 
 # every hash of a chain recomputed after an edit: only the signed root knows
 my $resign = <<"SQL";

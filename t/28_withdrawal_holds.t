@@ -237,6 +237,29 @@ $sb->psql("SELECT mt5credit.withdrawal_amend('alice', '$again', 120000, "
           . "'acct_dest_x')", user => 'portal');
 ok(case_of($again, 1), 'held once');
 
+# a decision is for the hold its case was opened for
+my $twice = withdraw($quiet, 120000);
+my $c1 = case_of($twice, 1);
+($rc, $out) = desk('ops_alice', 'resolve', $c1, '--resolution', 'accepted',
+                   '--note', 'looks fine');
+isnt($rc, 0, 'a hold\'s case cannot be resolved by one person while it holds');
+like($out, qr/still held; two people release or return it first/,
+     '... saying why');
+($rc, $out) = desk('ops_alice', 'propose', $c1, '--action', 'release_hold',
+                   '--note', 'ok');
+my ($pt) = $out =~ /proposal (\d+) made/;
+desk('ops_bob', 'approve', $pt, '--note', 'ok');
+$sb->psql("SELECT mt5credit.withdrawal_amend('alice', '$twice', 130000, "
+          . "'acct_dest_y')", user => 'portal');
+is(wd($twice, 'status') . ' ' . held_for($twice),
+   'held withdrawal_amount,withdrawal_amount',
+   'released, then amended past the limit: held again, a second hold');
+($rc, $out) = desk('ops_alice', 'propose', $c1, '--action', 'release_hold',
+                   '--note', 'x');
+like($out, qr/held again since/,
+     'the first hold\'s case cannot release the second');
+ok(case_of($twice, 2), '... which has its own case');
+
 # two people return one
 my $case2 = case_of($grow);
 ($rc, $out) = desk('ops_bob', 'propose', $case2, '--action', 'return_hold',
@@ -294,6 +317,14 @@ is(wd($w_busy, 'status') . ' ' . held_for($w_busy)
    . ' ' . wd($w_busy, "trading->>'volume'"), 'requested  10000',
    'one lot traded since the deposit (two of 0.5): not held');
 like(prepare($w_busy), qr/^[0-9a-f]{32}$/, '... and it can be prepared');
+my $w_late = withdraw($busy, 10000);
+my $late = $st->pay(login => $busy, amount => 50000);
+work();
+is($st->status_of($late) . ' ' . wd($w_late, "trading->>'volume'"),
+   'done 10000', 'a deposit credited after a withdrawal was asked, whose '
+   . 'trading since the one before passed ...');
+like(prepare($w_late), qr/a deposit was credited to its login after it was asked/,
+     '... cannot be prepared: no trading was read since that deposit');
 
 my $before = $st->account(login => ++$next, balance => '0.00');
 trade($before, 500000);

@@ -106,71 +106,105 @@ typedef struct {
  */
 #define MC_AUDIT_FACTS_HEAD(table)                                           \
     "SELECT coalesce(j.id, 0), coalesce(j.chain, ''), "                      \
-    "coalesce(s.id, j.source_id), CASE "                                     \
+    "coalesce(s.id, j.row_id), CASE "                                        \
     "WHEN s.id IS NULL THEN 'its fact is gone from " table "' "              \
     "WHEN j.id IS NULL THEN 'a fact in " table " with no entry' "            \
     "ELSE 'the fact in " table " is not what was entered' END "
 
-/* a row and its last entry, compared as records of the table's type */
-#define MC_AUDIT_FACTS(table)                                                \
+/*
+ * Which table an entry is of, and which row, is read from what its hash
+ * covers: the chain's kind and the entry's "id" (the journal's source
+ * columns are a convenience, checked by MC_AUDIT_SOURCES).
+ */
+
+/* a row that changes and its chain's last entry, as records of its type */
+#define MC_AUDIT_FACTS(table, kind)                                          \
     MC_AUDIT_FACTS_HEAD(table)                                               \
-    "FROM (SELECT DISTINCT ON (source_id) id, chain, source_id, "            \
+    "FROM (SELECT DISTINCT ON (chain) id, chain, "                           \
+    "             (entry->>'id')::bigint AS row_id, "                        \
     "             jsonb_populate_record(NULL::mt5credit." table              \
     "                                   , entry) AS fact "                   \
-    "      FROM mt5credit.journal WHERE source = '" table "' "               \
-    "      ORDER BY source_id, seq DESC) j "                                 \
+    "      FROM mt5credit.journal WHERE chain LIKE '" kind ":%' "            \
+    "      ORDER BY chain, seq DESC) j "                                     \
     "FULL JOIN (SELECT x.id, x AS fact FROM mt5credit." table " x) s "       \
-    "ON s.id = j.source_id "                                                 \
+    "ON s.id = j.row_id "                                                    \
     "WHERE j.id IS NULL OR s.id IS NULL OR j.fact IS DISTINCT FROM s.fact "  \
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
 
 /* a history's rows, each with its one entry (MC_AUDIT_TWICE: not two) */
-#define MC_AUDIT_HISTORY(table)                                              \
+#define MC_AUDIT_HISTORY(table, kind)                                        \
     MC_AUDIT_FACTS_HEAD(table)                                               \
-    "FROM (SELECT id, chain, source_id, "                                    \
+    "FROM (SELECT id, chain, (entry->>'id')::bigint AS row_id, "             \
     "             jsonb_populate_record(NULL::mt5credit." table              \
     "                                   , entry) AS fact "                   \
-    "      FROM mt5credit.journal WHERE source = '" table "') j "            \
+    "      FROM mt5credit.journal WHERE chain LIKE '" kind ":%') j "         \
     "FULL JOIN (SELECT x.id, x AS fact FROM mt5credit." table " x) s "       \
-    "ON s.id = j.source_id "                                                 \
+    "ON s.id = j.row_id "                                                    \
     "WHERE j.id IS NULL OR s.id IS NULL OR j.fact IS DISTINCT FROM s.fact "  \
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
 
 /* a webhook's: all but its body, read back through the row type too */
 #define MC_AUDIT_EVENT_FACTS                                                 \
     MC_AUDIT_FACTS_HEAD("webhook_event")                                     \
-    "FROM (SELECT DISTINCT ON (source_id) id, chain, source_id, "            \
+    "FROM (SELECT DISTINCT ON (chain) id, chain, "                           \
+    "             (entry->>'id')::bigint AS row_id, "                        \
     "             to_jsonb(jsonb_populate_record("                           \
     "                 NULL::mt5credit.webhook_event, entry)) "               \
     "             - 'raw_body' - 'body_redacted_at' AS fact "                \
-    "      FROM mt5credit.journal WHERE source = 'webhook_event' "           \
-    "      ORDER BY source_id, seq DESC) j "                                 \
+    "      FROM mt5credit.journal WHERE chain LIKE 'event:%' "               \
+    "      ORDER BY chain, seq DESC) j "                                     \
     "FULL JOIN (SELECT x.id, to_jsonb(x) - 'raw_body' - 'body_redacted_at' " \
     "           AS fact FROM mt5credit.webhook_event x) s "                  \
-    "ON s.id = j.source_id "                                                 \
+    "ON s.id = j.row_id "                                                    \
     "WHERE j.id IS NULL OR s.id IS NULL OR j.fact <> s.fact "                \
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
 
-#define MC_AUDIT_TWICE(table)                                                \
-    "SELECT min(id), min(chain), source_id, 'a fact in " table " entered "   \
-    "more than once' FROM mt5credit.journal WHERE source = '" table "' "     \
-    "GROUP BY source_id HAVING count(*) > 1 ORDER BY 1 LIMIT 20"
+#define MC_AUDIT_TWICE(table, kind)                                          \
+    "SELECT min(id), min(chain), (entry->>'id')::bigint, 'a fact in "        \
+    table " entered more than once' FROM mt5credit.journal "                 \
+    "WHERE chain LIKE '" kind ":%' GROUP BY (entry->>'id')::bigint "         \
+    "HAVING count(*) > 1 ORDER BY 1 LIMIT 20"
+
+/* the unhashed columns agree with the hashed ones; a chain of no kind */
+#define MC_AUDIT_SOURCES                                                     \
+    "SELECT id, chain, source_id, 'its source is not its chain''s' "         \
+    "FROM mt5credit.journal WHERE source_id IS DISTINCT FROM "               \
+    "(entry->>'id')::bigint OR source IS DISTINCT FROM "                     \
+    "CASE split_part(chain, ':', 1) WHEN 'credit' THEN 'credit_history' "    \
+    "WHEN 'deposit' THEN 'deposit_history' "                                 \
+    "WHEN 'payout' THEN 'payout_history' "                                   \
+    "WHEN 'refund' THEN 'withdrawal_refund_history' "                        \
+    "WHEN 'case' THEN 'case_action' WHEN 'withdrawal' THEN 'withdrawal' "    \
+    "WHEN 'proposal' THEN 'money_proposal' "                                 \
+    "WHEN 'rule_change' THEN 'risk_rule_change' "                            \
+    "WHEN 'event' THEN 'webhook_event' END ORDER BY id LIMIT 20"
+
+/* a stored body that is not the one its digest names (070 may empty it) */
+#define MC_AUDIT_BODIES                                                      \
+    "SELECT coalesce((SELECT min(j.id) FROM mt5credit.journal j "            \
+    "                 WHERE j.chain = 'event:' || x.id), 0), "               \
+    "'event:' || x.id, x.id, 'its stored body is not the one its digest "    \
+    "names' FROM mt5credit.webhook_event x "                                 \
+    "WHERE x.body_redacted_at IS NULL AND sha256(x.raw_body) <> "            \
+    "x.body_sha256 ORDER BY x.id LIMIT 20"
 
 static const char  *mc_audit_fact_sql[] = {
-    MC_AUDIT_HISTORY("credit_history"),
-    MC_AUDIT_TWICE("credit_history"),
-    MC_AUDIT_HISTORY("deposit_history"),
-    MC_AUDIT_TWICE("deposit_history"),
-    MC_AUDIT_HISTORY("payout_history"),
-    MC_AUDIT_TWICE("payout_history"),
-    MC_AUDIT_HISTORY("withdrawal_refund_history"),
-    MC_AUDIT_TWICE("withdrawal_refund_history"),
-    MC_AUDIT_HISTORY("case_action"),
-    MC_AUDIT_TWICE("case_action"),
-    MC_AUDIT_FACTS("withdrawal"),
-    MC_AUDIT_FACTS("money_proposal"),
-    MC_AUDIT_FACTS("risk_rule_change"),
+    MC_AUDIT_SOURCES,
+    MC_AUDIT_HISTORY("credit_history", "credit"),
+    MC_AUDIT_TWICE("credit_history", "credit"),
+    MC_AUDIT_HISTORY("deposit_history", "deposit"),
+    MC_AUDIT_TWICE("deposit_history", "deposit"),
+    MC_AUDIT_HISTORY("payout_history", "payout"),
+    MC_AUDIT_TWICE("payout_history", "payout"),
+    MC_AUDIT_HISTORY("withdrawal_refund_history", "refund"),
+    MC_AUDIT_TWICE("withdrawal_refund_history", "refund"),
+    MC_AUDIT_HISTORY("case_action", "case"),
+    MC_AUDIT_TWICE("case_action", "case"),
+    MC_AUDIT_FACTS("withdrawal", "withdrawal"),
+    MC_AUDIT_FACTS("money_proposal", "proposal"),
+    MC_AUDIT_FACTS("risk_rule_change", "rule_change"),
     MC_AUDIT_EVENT_FACTS,
+    MC_AUDIT_BODIES,
     NULL
 };
 
@@ -503,9 +537,17 @@ mc_audit_verify(PGconn *conn, const char *pub_path, const char *heads_path)
         goto done;
     }
 
-    /* a batch job's joins of a million rows: in memory, not in files */
+    /*
+     * A batch job's joins of a million rows: in memory, not in files.  The
+     * entries' bytes as they were hashed (convert_to(..., 'UTF8')).
+     */
     res = mc_audit_exec(conn, "SET LOCAL work_mem = '256MB'", 0, NULL);
     PQclear(res);
+    if (res != NULL) {
+        res = mc_audit_exec(conn, "SET LOCAL client_encoding = 'UTF8'", 0,
+                            NULL);
+        PQclear(res);
+    }
 
     t[0] = mc_audit_now();
     if (res == NULL || mc_audit_chains(conn, &f, &entries, &chains) != 0) {
@@ -568,8 +610,15 @@ mc_audit_read_heads(const char *path, EVP_PKEY *pub, mc_audit_heads_t *h)
 
     fp = fopen(path, "r");
     if (fp == NULL) {
+        if (errno == ENOENT && pub == NULL) {
+            return 0;           /* the first seal makes it */
+        }
         if (errno == ENOENT) {
-            return 0;
+            /* no file is not "nothing sealed": the wrong path, or a loss */
+            fprintf(stderr, "mt5credit audit: --heads %s: no such file; "
+                    "verify needs the sealer's heads (an empty file when "
+                    "nothing was sealed yet)\n", path);
+            return -1;
         }
         fprintf(stderr, "mt5credit audit: --heads %s: %s\n", path,
                 strerror(errno));
@@ -735,17 +784,20 @@ mc_audit_chains(PGconn *conn, mc_audit_finding_t *f, int64_t *entries,
 
         for (r = 0; r < n; r++) {
             (*entries)++;
-            id = mc_audit_int8(PQgetvalue(res, r, 0));
+            id = PQgetlength(res, r, 0) == 8
+                 ? mc_audit_int8(PQgetvalue(res, r, 0)) : 0;
             chain = PQgetvalue(res, r, 1);
             clen = (size_t) PQgetlength(res, r, 1);
-            seq = mc_audit_int4(PQgetvalue(res, r, 2));
+            seq = PQgetlength(res, r, 2) == 4
+                  ? mc_audit_int4(PQgetvalue(res, r, 2)) : 0;
             prev = (const uint8_t *) PQgetvalue(res, r, 3);
             stored = (const uint8_t *) PQgetvalue(res, r, 4);
             text = PQgetvalue(res, r, 5);
             tlen = (size_t) PQgetlength(res, r, 5);
 
             if (clen >= 64 || PQgetlength(res, r, 3) != MC_MERKLE_HASH
-                || PQgetlength(res, r, 4) != MC_MERKLE_HASH)
+                || PQgetlength(res, r, 4) != MC_MERKLE_HASH
+                || PQgetlength(res, r, 2) != 4 || PQgetisnull(res, r, 5))
             {
                 mc_audit_found(f, id, "journal entry %" PRId64 ": not an "
                                "entry (its chain or hashes)", id);
@@ -986,6 +1038,10 @@ mc_audit_periods(PGconn *conn, const mc_audit_heads_t *h,
                    hd->to_xid, hd->entries, hd->timeline, n,
                    PQgetvalue(res, 0, 1));
             f->problems++;
+            if (f->first[0] == '\0') {
+                snprintf(f->first, sizeof(f->first), "period %d was "
+                         "rewound (REWIND above)", hd->period);
+            }
 
         } else {
             mc_audit_found(f, first, "period %d (xid %s to %s): %" PRId64
@@ -1053,7 +1109,8 @@ mc_audit_root(PGconn *conn, const char *from, const char *to,
         }
 
         for (r = 0; r < rows; r++) {
-            id = mc_audit_int8(PQgetvalue(res, r, 0));
+            id = PQgetlength(res, r, 0) == 8
+                 ? mc_audit_int8(PQgetvalue(res, r, 0)) : 0;
             if (*n == 0) {
                 *first_id = id;
             }
