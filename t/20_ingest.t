@@ -893,9 +893,10 @@ SQL
     is($outcome, 'credit_created', 'a paid event (060\'s path)');
     is(join(', ', map { $_->[0] } @$rows),
        'credit_history 1 0, deposit 0 1, deposit_history 1 0, '
-       . 'mt5_credit 1 0, webhook_event 1 0',
+       . 'journal 3 0, mt5_credit 1 0, webhook_event 1 0',
        '... wrote its event once, naming its credit: no second write of the '
-       . 'event, one update of the deposit');
+       . 'event, one update of the deposit, and the three facts\' journal '
+       . 'entries (081)');
     is_deeply(event($event), { disposition => 'credit_created',
                                credit => $credit,
                                type => 'payment_intent.succeeded',
