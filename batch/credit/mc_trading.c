@@ -49,7 +49,7 @@ static void mc_trading_one(mc_worker_t *w, const mc_db_trading_t *it);
 int
 mc_trading_round(mc_worker_t *w)
 {
-    int               n, nservers, i, recorded;
+    int               n, nservers, i;
     const char       *names[MC_CONFIG_MAX_SERVERS];
     mc_db_trading_t  *items;
 
@@ -68,16 +68,13 @@ mc_trading_round(mc_worker_t *w)
         return -1;
     }
 
-    recorded = 0;
-
     for (i = 0; i < n && !*w->stop; i++) {
         mc_trading_one(w, &items[i]);
-        recorded++;
     }
 
     free(items);
 
-    return recorded;
+    return n;
 }
 
 

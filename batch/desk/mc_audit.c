@@ -220,6 +220,7 @@ static int mc_audit_chains(PGconn *conn, mc_audit_finding_t *f,
 static mc_audit_tip_t *mc_audit_tip(mc_audit_tips_t *t, const char *chain,
     size_t len);
 static void mc_audit_tips_free(mc_audit_tips_t *t);
+static size_t mc_audit_fnv(const char *chain, size_t len);
 static int mc_audit_facts(PGconn *conn, mc_audit_finding_t *f);
 static int mc_audit_periods(PGconn *conn, const mc_audit_heads_t *h,
     mc_audit_finding_t *f);
@@ -230,7 +231,7 @@ static void mc_audit_found(mc_audit_finding_t *f, int64_t id,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void mc_audit_hex(const uint8_t *b, size_t n, char *out);
 static int64_t mc_audit_int8(const char *p);
-static double mc_audit_now(void);
+static int64_t mc_audit_now_ms(void);
 static int mc_audit_int4(const char *p);
 static int mc_audit_unhex(const char *s, uint8_t *out, size_t n);
 static PGresult *mc_audit_exec(PGconn *conn, const char *sql, int n,
@@ -495,7 +496,7 @@ mc_audit_verify(PGconn *conn, const char *pub_path, const char *heads_path)
 {
     int                 rc;
     FILE               *kf;
-    double              t[4];
+    int64_t             t[4];
     int64_t             entries, chains;
     EVP_PKEY           *pub;
     PGresult           *res;
@@ -549,26 +550,26 @@ mc_audit_verify(PGconn *conn, const char *pub_path, const char *heads_path)
         PQclear(res);
     }
 
-    t[0] = mc_audit_now();
+    t[0] = mc_audit_now_ms();
     if (res == NULL || mc_audit_chains(conn, &f, &entries, &chains) != 0) {
         goto done;
     }
-    t[1] = mc_audit_now();
+    t[1] = mc_audit_now_ms();
     f.shown = 0;
     if (mc_audit_facts(conn, &f) != 0) {
         goto done;
     }
-    t[2] = mc_audit_now();
+    t[2] = mc_audit_now_ms();
     f.shown = 0;
     if (mc_audit_periods(conn, &h, &f) != 0) {
         goto done;
     }
-    t[3] = mc_audit_now();
+    t[3] = mc_audit_now_ms();
 
     printf("audit verify: %" PRId64 " entries in %" PRId64 " chains, %d "
-           "periods sealed and signed (chains %.1f s, facts %.1f s, periods "
-           "%.1f s)\n", entries, chains, h.n, t[1] - t[0], t[2] - t[1],
-           t[3] - t[2]);
+           "periods sealed and signed (chains %" PRId64 " ms, facts %" PRId64
+           " ms, periods %" PRId64 " ms)\n", entries, chains, h.n,
+           t[1] - t[0], t[2] - t[1], t[3] - t[2]);
 
     if (f.problems == 0) {
         printf("audit verify: every chain, fact and sealed period fits\n");
@@ -866,6 +867,21 @@ failed:
 }
 
 
+/* FNV-1a: where a chain's tip sits */
+static size_t
+mc_audit_fnv(const char *chain, size_t len)
+{
+    size_t  i, hash;
+
+    hash = 14695981039346656037ULL;
+    for (i = 0; i < len; i++) {
+        hash = (hash ^ (uint8_t) chain[i]) * 1099511628211ULL;
+    }
+
+    return hash;
+}
+
+
 /* the chain's tip, made (expecting #1) the first time it is seen */
 static mc_audit_tip_t *
 mc_audit_tip(mc_audit_tips_t *t, const char *chain, size_t len)
@@ -888,10 +904,7 @@ mc_audit_tip(mc_audit_tips_t *t, const char *chain, size_t len)
             if (old[i].chain == NULL) {
                 continue;
             }
-            hash = 14695981039346656037ULL;
-            for (j = 0; old[i].chain[j] != '\0'; j++) {
-                hash = (hash ^ (uint8_t) old[i].chain[j]) * 1099511628211ULL;
-            }
+            hash = mc_audit_fnv(old[i].chain, strlen(old[i].chain));
             for (j = hash & (t->cap - 1); t->slots[j].chain != NULL;
                  j = (j + 1) & (t->cap - 1))
             {
@@ -902,11 +915,7 @@ mc_audit_tip(mc_audit_tips_t *t, const char *chain, size_t len)
         free(old);
     }
 
-    /* FNV-1a */
-    hash = 14695981039346656037ULL;
-    for (i = 0; i < len; i++) {
-        hash = (hash ^ (uint8_t) chain[i]) * 1099511628211ULL;
-    }
+    hash = mc_audit_fnv(chain, len);
 
     for (i = hash & (t->cap - 1); ; i = (i + 1) & (t->cap - 1)) {
         slot = &t->slots[i];
@@ -1231,11 +1240,12 @@ mc_audit_int4(const char *p)
 }
 
 
-static double
-mc_audit_now(void)
+/* the phases' durations, for the operator: milliseconds, monotonic */
+static int64_t
+mc_audit_now_ms(void)
 {
     struct timespec  ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -22,7 +22,7 @@ use Time::HiRes qw(time);
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
-use Mt5Credit::Provider qw(stripe_event);
+use Mt5Credit::Bench qw(ingest_batches);
 use Mt5Credit::Worker;
 
 $| = 1;
@@ -35,8 +35,6 @@ my $SIGNED_AT = int(time);
 my @TRIGGERS = qw(credit_history deposit_history payout_history
                   withdrawal_refund_history case_action withdrawal
                   money_proposal risk_rule_change webhook_event);
-
-sub hexlit { return "'\\x" . unpack('H*', $_[0]) . "'::bytea" }
 
 # --- 1. what it costs ingest ---------------------------------------------------
 
@@ -56,27 +54,9 @@ sub ingest_day {
         . "80000 + 1 + g % 1000, 1000 + g, 'USD')).reference "
         . "FROM generate_series(1, $N) g", user => 'portal');
 
-    my $secs = 0;
-    my @p = @$refs;
-    while (my @chunk = splice(@p, 0, $BATCH)) {
-        my @body = map { stripe_event(type => 'payment_intent.succeeded',
-                                      deposit => $_->[1], pi => "pi_$_->[0]",
-                                      id => "evt_pi_$_->[0]",
-                                      amount => 1000 + $_->[0]) } @chunk;
-        my $n = @chunk;
-        my $r = $sb->psql("SELECT set_config('bench.t0', "
-            . "clock_timestamp()::text, false); "
-            . "SELECT count(*) FROM mt5credit.ingest_batch("
-            . "array_fill('stripe'::text, ARRAY[$n]), "
-            . "array_fill(NULL::text, ARRAY[$n]), ARRAY["
-            . join(',', map { hexlit($_) } @body) . "], "
-            . "array_fill('stripe'::text, ARRAY[$n]), "
-            . "array_fill(${SIGNED_AT}::bigint, ARRAY[$n]), "
-            . "array_fill(NULL::text, ARRAY[$n])); "
-            . "SELECT extract(epoch FROM clock_timestamp() "
-            . "- current_setting('bench.t0')::timestamptz)", user => 'edge');
-        $secs += $r->[-1][0];
-    }
+    my $secs = ingest_batches($sb, $SIGNED_AT, $BATCH,
+        map { { ref => $_->[1], pi => "pi_$_->[0]", amount => 1000 + $_->[0] } }
+        @$refs);
     my $credits = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit");
     my $entries = $sb->sql1("SELECT count(*) FROM mt5credit.journal");
     die "journal bench: $credits credits of $N deposits\n" unless $credits == $N;

@@ -22,7 +22,7 @@ use Time::HiRes qw(time);
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
-use Mt5Credit::Provider qw(stripe_event);
+use Mt5Credit::Bench qw(ingest_batches);
 
 $| = 1;
 
@@ -51,8 +51,6 @@ my @day = map { { i => $_, client => 1 + int(rand($CLIENTS)),
                  amount => amount() } } 1 .. $N;
 
 sub lit { return defined $_[0] ? "'$_[0]'" : 'NULL' }
-
-sub hexlit { return "'\\x" . unpack('H*', $_[0]) . "'::bytea" }
 
 # one database: clients, their credited past, the day's deposits
 sub setup {
@@ -96,31 +94,10 @@ SQL
     return $sb;
 }
 
-# deliveries through ingest_batch() as the edge sends them, $BATCH a call;
-# the seconds the database spent in them (psql's own start left out)
+# deliveries through ingest_batch() as the edge sends them, $BATCH a call
 sub ingest {
     my ($sb, @p) = @_;
-    my $secs = 0;
-    while (my @chunk = splice(@p, 0, $BATCH)) {
-        my @body = map { stripe_event(type => 'payment_intent.succeeded',
-                                      deposit => $_->{ref}, pi => $_->{pi},
-                                      id => "evt_$_->{pi}",
-                                      amount => $_->{amount}) } @chunk;
-        my $n = @chunk;
-        my $r = $sb->psql("SELECT set_config('bench.t0', "
-            . "clock_timestamp()::text, false); "
-            . "SELECT count(*) FROM mt5credit.ingest_batch("
-            . "array_fill('stripe'::text, ARRAY[$n]), "
-            . "array_fill(NULL::text, ARRAY[$n]), ARRAY["
-            . join(',', map { hexlit($_) } @body) . "], "
-            . "array_fill('stripe'::text, ARRAY[$n]), "
-            . "array_fill(${SIGNED_AT}::bigint, ARRAY[$n]), "
-            . "array_fill(NULL::text, ARRAY[$n])); "
-            . "SELECT extract(epoch FROM clock_timestamp() "
-            . "- current_setting('bench.t0')::timestamptz)", user => 'edge');
-        $secs += $r->[-1][0];
-    }
-    return $secs;
+    return ingest_batches($sb, $SIGNED_AT, $BATCH, @p);
 }
 
 my %took;
