@@ -122,6 +122,19 @@ CREATE DOMAIN mt5credit.request_id AS text
 ALTER DOMAIN mt5credit.request_id OWNER TO mt5credit_owner;
 
 --
+-- Name: risk_fact; Type: TYPE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TYPE mt5credit.risk_fact AS (
+	payer_name text,
+	instrument text,
+	provider_signal text
+);
+
+
+ALTER TYPE mt5credit.risk_fact OWNER TO mt5credit_owner;
+
+--
 -- Name: work_item; Type: TYPE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -862,6 +875,31 @@ $$;
 
 
 ALTER FUNCTION mt5credit.claim_credit(p_worker text, p_lease_seconds integer, p_servers text[]) OWNER TO mt5credit_owner;
+
+--
+-- Name: client_name_set(text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.client_name_set(p_client text, p_name text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_name IS NULL OR length(p_name) NOT BETWEEN 1 AND 200
+       OR cardinality(name_words(p_name)) = 0
+    THEN
+        RAISE EXCEPTION 'client %: a name needs letters, at most 200 '
+                        'characters', coalesce(p_client, '')
+            USING ERRCODE = 'MC048';
+    END IF;
+    INSERT INTO client_name (client_id, name) VALUES (p_client, p_name)
+    ON CONFLICT (client_id)
+        DO UPDATE SET name = excluded.name, set_at = now();
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.client_name_set(p_client text, p_name text) OWNER TO mt5credit_owner;
 
 --
 -- Name: console_act(jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -2089,6 +2127,24 @@ $$;
 ALTER FUNCTION mt5credit.credit_release(p_id bigint, p_attempt integer, p_worker text, p_detail jsonb) OWNER TO mt5credit_owner;
 
 --
+-- Name: credit_risk_facts_fixed(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.credit_risk_facts_fixed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'credit %: what the provider signed of it never changes',
+                    OLD.id
+        USING ERRCODE = 'MC011';
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.credit_risk_facts_fixed() OWNER TO mt5credit_owner;
+
+--
 -- Name: credit_succeeded(bigint, integer, bigint, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -3148,6 +3204,8 @@ DECLARE
     v_twice     text[] := '{}';
     v_keys      text[];
     v_fact      payment_fact[];      -- per element: its one paid fact
+    v_risk      risk_fact[];         -- per element: its payer, card, flag
+    v_want      boolean;             -- a rule reads them (082)
     v_eid       text[];              -- per element: its event id
     v_types     text[];              -- per element: its event type
     v_fast      boolean[];
@@ -3187,6 +3245,8 @@ BEGIN
     v_eid := array_fill(NULL::text, ARRAY[n]);
     v_types := array_fill(NULL::text, ARRAY[n]);
     v_fast := array_fill(false, ARRAY[n]);
+    v_risk := array_fill(NULL::risk_fact, ARRAY[n]);
+    v_want := risk_facts_wanted();
 
     -- 1. what each element is, read as ingest() reads it, and the keys
     --    it names: its event, and each fact's deposit and payments
@@ -3253,6 +3313,9 @@ BEGIN
         THEN
             v_fast[i] := true;
             v_fact[i] := f;
+            IF v_want THEN
+                v_risk[i] := risk_facts(p_provider[i], v_type, v_body);
+            END IF;
             v_eid[i] := v_id;
             v_types[i] := v_type;
         END IF;
@@ -3349,7 +3412,10 @@ BEGIN
                            v_dep_st[j] AS deposit_status,
                            (v_fact[j]).payment_key AS payment,
                            (v_fact[j]).amount_minor AS amount,
-                           (v_fact[j]).currency AS currency
+                           (v_fact[j]).currency AS currency,
+                           (v_risk[j]).payer_name AS payer_name,
+                           (v_risk[j]).instrument AS instrument,
+                           (v_risk[j]).provider_signal AS provider_signal
                     FROM unnest(v_set) j),
                 ev AS (
                     INSERT INTO webhook_event (provider, provider_event_id,
@@ -3365,13 +3431,15 @@ BEGIN
                     INSERT INTO mt5_credit (id, kind, direction, deposit_id,
                         provider, provider_payment_id, mt5_server, mt5_login,
                         amount_minor, currency, paid_amount_minor,
-                        paid_currency, fx_rate, fx_source, fx_at)
+                        paid_currency, fx_rate, fx_source, fx_at,
+                        payer_name, instrument, provider_signal)
                     OVERRIDING SYSTEM VALUE
                     SELECT s.credit, 'deposit', 'credit', d.id, s.provider,
                            s.payment, d.mt5_server, d.mt5_login,
                            d.credit_amount_minor, d.account_currency,
                            s.amount, s.currency, d.fx_rate, d.fx_source,
-                           d.fx_at
+                           d.fx_at, s.payer_name, s.instrument,
+                           s.provider_signal
                     FROM src s JOIN deposit d ON d.id = s.deposit
                     ORDER BY s.el
                     RETURNING mt5_credit.id),
@@ -3465,6 +3533,7 @@ DECLARE
     v_facts  payment_fact[];
     f        payment_fact;
     s        ingest_step;
+    v_risk   risk_fact;
 BEGIN
     disposition := 'ignored';
     created := false;
@@ -3480,7 +3549,11 @@ BEGIN
         END IF;
 
         IF f.action = 'paid' THEN
-            s := ingest_paid(p_provider, f, p_event, p_credit);
+            -- what it signed of its payer, for the rules in force (082)
+            IF v_risk IS NULL AND risk_facts_wanted() THEN
+                v_risk := risk_facts(p_provider, p_type, p_body);
+            END IF;
+            s := ingest_paid(p_provider, f, p_event, p_credit, v_risk);
             p_credit := NULL;
         ELSIF f.action IN ('pending', 'failed', 'expired') THEN
             s := ingest_status(p_provider, f, p_event, p_event_id);
@@ -3555,10 +3628,10 @@ $$;
 ALTER FUNCTION mt5credit.ingest_malformed(p_provider text, p_raw_body bytea, p_sha bytea, p_scheme text, p_signed_at bigint, p_request_id text, p_reason text) OWNER TO mt5credit_owner;
 
 --
--- Name: ingest_paid(text, mt5credit.payment_fact, bigint, bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+-- Name: ingest_paid(text, mt5credit.payment_fact, bigint, bigint, mt5credit.risk_fact); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE FUNCTION mt5credit.ingest_paid(p_provider text, f mt5credit.payment_fact, p_event bigint, p_credit bigint DEFAULT NULL::bigint) RETURNS mt5credit.ingest_step
+CREATE FUNCTION mt5credit.ingest_paid(p_provider text, f mt5credit.payment_fact, p_event bigint, p_credit bigint DEFAULT NULL::bigint, p_risk mt5credit.risk_fact DEFAULT NULL::mt5credit.risk_fact) RETURNS mt5credit.ingest_step
     LANGUAGE plpgsql
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
@@ -3622,13 +3695,15 @@ BEGIN
     INSERT INTO mt5_credit (id, kind, direction, deposit_id, provider,
                             provider_payment_id, mt5_server, mt5_login,
                             amount_minor, currency, paid_amount_minor,
-                            paid_currency, fx_rate, fx_source, fx_at)
+                            paid_currency, fx_rate, fx_source, fx_at,
+                            payer_name, instrument, provider_signal)
     OVERRIDING SYSTEM VALUE
     VALUES (coalesce(p_credit, nextval('mt5credit.mt5_credit_id_seq')),
             'deposit', 'credit', v_dep.id, p_provider, f.payment_key,
             v_dep.mt5_server, v_dep.mt5_login, v_dep.credit_amount_minor,
             v_dep.account_currency, f.amount_minor, f.currency,
-            v_dep.fx_rate, v_dep.fx_source, v_dep.fx_at)
+            v_dep.fx_rate, v_dep.fx_source, v_dep.fx_at,
+            p_risk.payer_name, p_risk.instrument, p_risk.provider_signal)
     ON CONFLICT DO NOTHING
     RETURNING id INTO v_id;
 
@@ -3701,7 +3776,7 @@ END
 $$;
 
 
-ALTER FUNCTION mt5credit.ingest_paid(p_provider text, f mt5credit.payment_fact, p_event bigint, p_credit bigint) OWNER TO mt5credit_owner;
+ALTER FUNCTION mt5credit.ingest_paid(p_provider text, f mt5credit.payment_fact, p_event bigint, p_credit bigint, p_risk mt5credit.risk_fact) OWNER TO mt5credit_owner;
 
 --
 -- Name: ingest_payout_status(text, mt5credit.payment_fact, bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -4313,6 +4388,41 @@ $$;
 
 
 ALTER FUNCTION mt5credit.mt5_comment(p_tag text, p_reference text) OWNER TO mt5credit_owner;
+
+--
+-- Name: name_words(text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.name_words(p_name text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT coalesce(array_agg(DISTINCT w ORDER BY w), '{}')
+    FROM regexp_split_to_table(
+             regexp_replace(normalize(lower(p_name), NFKD),
+                            '[\u0300-\u036f]', '', 'g'),
+             '[^[:alpha:]]+') w
+    WHERE w <> ''
+$$;
+
+
+ALTER FUNCTION mt5credit.name_words(p_name text) OWNER TO mt5credit_owner;
+
+--
+-- Name: names_match(text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.names_match(p_a text, p_b text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT a = b
+           OR (cardinality(a) >= 2 AND a <@ b)
+           OR (cardinality(b) >= 2 AND b <@ a)
+    FROM (SELECT mt5credit.name_words(p_a) AS a,
+                 mt5credit.name_words(p_b) AS b) n
+$$;
+
+
+ALTER FUNCTION mt5credit.names_match(p_a text, p_b text) OWNER TO mt5credit_owner;
 
 --
 -- Name: open_case(text, text, text, jsonb, bigint, bigint, bigint, bigint, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -6669,9 +6779,10 @@ BEGIN
          p.row_id IS NOT NULL AND p.kind = 'withdrawal'
          AND p.provider_payout_id IS NOT NULL
          AND p.payment_id IS DISTINCT FROM p.provider_payout_id),
+        -- held (087): two people decide it; in flight until they do
         ('open_at_cutoff',
          CASE WHEN p.status = 'unknown' THEN 'high' ELSE 'medium' END,
-         p.status IN ('pending', 'claimed', 'unknown'))
+         p.status IN ('pending', 'claimed', 'unknown', 'held'))
     ) AS k (kind, severity, hit)
     WHERE NOT coalesce(p.row_id IS NOT NULL AND p.status = 'done'
                AND p.n_deals = 1
@@ -8340,6 +8451,8 @@ DECLARE
     v_n       bigint;
     v_sum     numeric;
     v_trips   jsonb := '[]';
+    v_name    text;
+    v_read    text[] := '{}';     -- the signed facts a rule judged
 BEGIN
     -- no rule for this credit, nothing to judge: ingest pays one probe
     IF NOT EXISTS (SELECT 1 FROM risk_rule k
@@ -8348,6 +8461,9 @@ BEGIN
                      AND (k.currency IS NULL OR k.currency = NEW.currency)
                      AND (k.provider IS NULL OR k.provider = NEW.provider))
     THEN
+        NEW.payer_name := NULL;      -- kept only where a rule judges it
+        NEW.instrument := NULL;
+        NEW.provider_signal := NULL;
         RETURN NEW;
     END IF;
 
@@ -8434,8 +8550,60 @@ BEGIN
                 v_trips := v_trips || risk_trip(r, NULL,
                     jsonb_build_object('client', v_client));
             END IF;
+
+        ELSIF r.rule = 'payer_name' THEN
+            -- 082: a payer the provider signed for who is not the client
+            -- on file (or no name is on file); no signed name, no
+            -- judgement
+            v_read := v_read || 'payer_name'::text;
+            IF NEW.payer_name IS NOT NULL THEN
+                SELECT n.name INTO v_name FROM client_name n
+                WHERE n.client_id = v_client;
+                IF v_name IS NULL OR NOT names_match(NEW.payer_name, v_name)
+                THEN
+                    v_trips := v_trips || risk_trip(r, NULL,
+                        jsonb_build_object('client', v_client,
+                                           'payer_name', NEW.payer_name,
+                                           'client_name', v_name));
+                END IF;
+            END IF;
+
+        ELSIF r.rule = 'first_instrument' THEN
+            -- 082: a card (this provider's fingerprint of it) that none
+            -- of the client's credited deposits was paid with
+            v_read := v_read || 'instrument'::text;
+            IF NEW.instrument IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM mt5_credit k
+                JOIN deposit d ON d.id = k.deposit_id
+                WHERE k.instrument = NEW.instrument
+                  AND k.provider = NEW.provider AND k.kind = 'deposit'
+                  AND k.status = 'done' AND d.client_id = v_client)
+            THEN
+                v_trips := v_trips || risk_trip(r, NULL,
+                    jsonb_build_object('client', v_client,
+                                       'instrument', NEW.instrument));
+            END IF;
+
+        ELSIF r.rule = 'provider_signal' THEN
+            -- 082: the provider flagged the payment itself
+            v_read := v_read || 'provider_signal'::text;
+            IF NEW.provider_signal IS NOT NULL THEN
+                v_trips := v_trips || risk_trip(r, NULL,
+                    jsonb_build_object('signal', NEW.provider_signal));
+            END IF;
         END IF;
     END LOOP;
+
+    -- a signed fact no rule of this credit judged is not kept
+    IF NOT 'payer_name' = ANY (v_read) THEN
+        NEW.payer_name := NULL;
+    END IF;
+    IF NOT 'instrument' = ANY (v_read) THEN
+        NEW.instrument := NULL;
+    END IF;
+    IF NOT 'provider_signal' = ANY (v_read) THEN
+        NEW.provider_signal := NULL;
+    END IF;
 
     IF jsonb_array_length(v_trips) > 0 THEN
         NEW.held_for := v_trips;
@@ -8446,6 +8614,66 @@ $$;
 
 
 ALTER FUNCTION mt5credit.risk_check() OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_facts(text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_facts(p_provider text, p_type text, p_body jsonb) RETURNS mt5credit.risk_fact
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    p       payload_risk;
+    v_sig   text;
+    v_out   risk_fact;
+BEGIN
+    SELECT * INTO p FROM payload_risk k
+    WHERE k.payload = coalesce((SELECT x.payload FROM provider_payload x
+                                WHERE x.provider = p_provider), 'generic')
+      AND k.event_type = p_type;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+
+    IF EXISTS (SELECT 1 FROM risk_rule r WHERE r.rule = 'payer_name') THEN
+        v_out.payer_name := risk_value(payload_value(p_body, p.payer_name),
+                                       200);
+    END IF;
+    IF EXISTS (SELECT 1 FROM risk_rule r WHERE r.rule = 'first_instrument')
+    THEN
+        v_out.instrument := risk_value(payload_value(p_body, p.instrument),
+                                       128);
+    END IF;
+    IF EXISTS (SELECT 1 FROM risk_rule r WHERE r.rule = 'provider_signal')
+    THEN
+        v_sig := risk_value(payload_value(p_body, p.signal), 64);
+        IF v_sig = ANY (p.signal_when) THEN
+            v_out.provider_signal := v_sig;
+        END IF;
+    END IF;
+    RETURN v_out;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_facts(p_provider text, p_type text, p_body jsonb) OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_facts_wanted(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_facts_wanted() RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT EXISTS (SELECT 1 FROM risk_rule r
+                   WHERE r.rule IN ('payer_name', 'first_instrument',
+                                    'provider_signal'))
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_facts_wanted() OWNER TO mt5credit_owner;
 
 --
 -- Name: risk_limit_text(bigint, integer, bigint, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -8625,7 +8853,9 @@ BEGIN
         v_count := p_limit::integer;
     ELSIF p_rule = 'withdrawal_trading' THEN
         v_volume := exact_volume(p_limit, 'rule ' || p_rule);
-    ELSIF p_rule IN ('first_deposit', 'first_provider') THEN
+    ELSIF p_rule IN ('first_deposit', 'first_provider', 'payer_name',
+                     'first_instrument', 'provider_signal')
+    THEN
         IF p_limit IS NOT NULL THEN
             RAISE EXCEPTION 'rule % takes no limit', p_rule
                 USING ERRCODE = 'MC048';
@@ -8724,6 +8954,22 @@ $$;
 
 
 ALTER FUNCTION mt5credit.risk_trip(r mt5credit.risk_rule, p_observed numeric, p_detail jsonb) OWNER TO mt5credit_owner;
+
+--
+-- Name: risk_value(jsonb, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.risk_value(p jsonb, p_max integer) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN jsonb_typeof(p) = 'boolean' THEN p #>> '{}'
+                WHEN jsonb_typeof(p) = 'string'
+                     AND length(p #>> '{}') BETWEEN 1 AND p_max
+                THEN p #>> '{}' END
+$$;
+
+
+ALTER FUNCTION mt5credit.risk_value(p jsonb, p_max integer) OWNER TO mt5credit_owner;
 
 --
 -- Name: rule_facts(text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -9846,7 +10092,7 @@ BEGIN
         RAISE EXCEPTION 'no open withdrawal % of client %', p_reference,
                         p_client_id USING ERRCODE = 'MC072';
     END IF;
-    RETURN w;
+    RETURN withdrawal_client_view(w);
 END
 $$;
 
@@ -10058,6 +10304,27 @@ $$;
 
 
 ALTER FUNCTION mt5credit.withdrawal_case_propose(c mt5credit."case", p_action text, p_note text, p_evidence jsonb) OWNER TO mt5credit_owner;
+
+--
+-- Name: withdrawal_client_view(mt5credit.withdrawal); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.withdrawal_client_view(w mt5credit.withdrawal) RETURNS mt5credit.withdrawal
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF w.status = 'held' THEN
+        w.status := 'requested';
+    END IF;
+    w.held_for := NULL;
+    w.trading_after := NULL;
+    w.trading := NULL;
+    RETURN w;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.withdrawal_client_view(w mt5credit.withdrawal) OWNER TO mt5credit_owner;
 
 --
 -- Name: withdrawal_debit_after_rewind(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -10742,7 +11009,7 @@ BEGIN
     RETURNING * INTO w;
 
     IF w.id IS NOT NULL THEN
-        RETURN w;
+        RETURN withdrawal_client_view(w);
     END IF;
 
     SELECT * INTO STRICT w FROM withdrawal
@@ -10759,7 +11026,7 @@ BEGIN
                         w.reference USING ERRCODE = 'MC002';
     END IF;
 
-    RETURN w;
+    RETURN withdrawal_client_view(w);
 END
 $$;
 
@@ -10897,18 +11164,31 @@ ALTER FUNCTION mt5credit.withdrawal_show(p_reference text) OWNER TO mt5credit_ow
 --
 
 CREATE FUNCTION mt5credit.withdrawal_trading_due(p_servers text[], p_limit integer) RETURNS TABLE(id bigint, reference text, mt5_server text, mt5_login bigint, after_credit bigint, after_ticket bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
-    SELECT w.id, w.reference, w.mt5_server, w.mt5_login, c.id,
-           c.mt5_deal_ticket
-    FROM withdrawal w
-    JOIN mt5_credit c ON c.id = w.trading_after
-    WHERE w.trading_after IS NOT NULL AND w.trading IS NULL
-      AND w.status IN ('requested', 'held')
-      AND w.mt5_server = ANY (p_servers)
-    ORDER BY w.id
-    LIMIT least(greatest(coalesce(p_limit, 20), 1), 100)
+    WITH due AS MATERIALIZED (
+        SELECT w.id, w.reference, w.mt5_server, w.mt5_login,
+               c.id AS after_credit, c.mt5_deal_ticket AS after_ticket,
+               t.last_at
+        FROM withdrawal w
+        JOIN mt5_credit c ON c.id = w.trading_after
+        LEFT JOIN withdrawal_trading_try t ON t.withdrawal_id = w.id
+        WHERE w.trading_after IS NOT NULL AND w.trading IS NULL
+          AND w.status IN ('requested', 'held')
+          AND w.mt5_server = ANY (p_servers)
+        ORDER BY t.last_at NULLS FIRST, w.id
+        LIMIT least(greatest(coalesce(p_limit, 20), 1), 100)),
+    tried AS (
+        INSERT INTO withdrawal_trading_try AS t (withdrawal_id, tries,
+                                                 last_at)
+        SELECT d.id, 1, clock_timestamp() FROM due d
+        ON CONFLICT (withdrawal_id)
+            DO UPDATE SET tries = t.tries + 1, last_at = excluded.last_at)
+    SELECT d.id, d.reference, d.mt5_server, d.mt5_login, d.after_credit,
+           d.after_ticket
+    FROM due d
+    ORDER BY d.last_at NULLS FIRST, d.id
 $$;
 
 
@@ -11345,6 +11625,28 @@ ALTER TABLE mt5credit.client_account ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: client_name; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.client_name (
+    client_id text NOT NULL,
+    name text NOT NULL,
+    set_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT client_name_client_id_check CHECK (((length(client_id) >= 1) AND (length(client_id) <= 128))),
+    CONSTRAINT client_name_name_check CHECK ((((length(name) >= 1) AND (length(name) <= 200)) AND (cardinality(mt5credit.name_words(name)) > 0)))
+);
+
+
+ALTER TABLE mt5credit.client_name OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE client_name; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.client_name IS 'A client''s legal name as the broker''s KYC holds it, recorded by the portal (082); the payer_name rule compares a payment''s signed payer name with it.';
 
 
 --
@@ -11828,6 +12130,9 @@ CASE
 END) STORED NOT NULL,
     look_from timestamp with time zone,
     held_for jsonb,
+    payer_name text,
+    instrument text,
+    provider_signal text,
     CONSTRAINT mt5_credit_amount_minor_check CHECK ((amount_minor > 0)),
     CONSTRAINT mt5_credit_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT mt5_credit_check1 CHECK (((kind <> 'deposit'::text) OR (direction = 'credit'::text))),
@@ -11843,15 +12148,19 @@ END) STORED NOT NULL,
     CONSTRAINT mt5_credit_fx_rate_check CHECK ((fx_rate > (0)::numeric)),
     CONSTRAINT mt5_credit_held_for_shape CHECK (((held_for IS NULL) OR ((kind = 'deposit'::text) AND (jsonb_typeof(held_for) = 'array'::text) AND (jsonb_array_length(held_for) > 0)))),
     CONSTRAINT mt5_credit_held_has_reason CHECK (((status <> 'held'::text) OR (held_for IS NOT NULL))),
+    CONSTRAINT mt5_credit_instrument_check CHECK (((length(instrument) >= 1) AND (length(instrument) <= 128))),
     CONSTRAINT mt5_credit_kind_check CHECK ((kind = ANY (ARRAY['deposit'::text, 'refund'::text, 'chargeback'::text, 'correction'::text, 'withdrawal'::text]))),
     CONSTRAINT mt5_credit_mt5_deal_ticket_check CHECK ((mt5_deal_ticket > 0)),
     CONSTRAINT mt5_credit_mt5_login_check CHECK ((mt5_login > 0)),
     CONSTRAINT mt5_credit_one_parent CHECK (((deposit_id IS NULL) <> (withdrawal_id IS NULL))),
     CONSTRAINT mt5_credit_original_iff_reversal CHECK (((kind = ANY (ARRAY['deposit'::text, 'withdrawal'::text])) = (original_credit_id IS NULL))),
     CONSTRAINT mt5_credit_paid_amount_minor_check CHECK ((paid_amount_minor > 0)),
+    CONSTRAINT mt5_credit_payer_name_check CHECK (((length(payer_name) >= 1) AND (length(payer_name) <= 200))),
     CONSTRAINT mt5_credit_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT mt5_credit_provider_payment_id_check CHECK (((length(provider_payment_id) >= 1) AND (length(provider_payment_id) <= 255))),
+    CONSTRAINT mt5_credit_provider_signal_check CHECK (((length(provider_signal) >= 1) AND (length(provider_signal) <= 64))),
     CONSTRAINT mt5_credit_reference_form_check CHECK ((reference_form = ANY (ARRAY[1, 2]))),
+    CONSTRAINT mt5_credit_risk_facts_deposit CHECK (((kind = 'deposit'::text) OR ((payer_name IS NULL) AND (instrument IS NULL) AND (provider_signal IS NULL)))),
     CONSTRAINT mt5_credit_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'claimed'::text, 'unknown'::text, 'done'::text, 'failed'::text, 'held'::text]))),
     CONSTRAINT mt5_credit_withdrawal_parent CHECK ((((kind = 'withdrawal'::text) AND (direction = 'debit'::text) AND (withdrawal_id IS NOT NULL)) OR ((kind <> 'withdrawal'::text) AND ((withdrawal_id IS NULL) OR (kind = 'correction'::text)))))
 );
@@ -11913,6 +12222,27 @@ COMMENT ON COLUMN mt5credit.mt5_credit.look_from IS 'Where a lookup of its deal 
 --
 
 COMMENT ON COLUMN mt5credit.mt5_credit.held_for IS 'The risk rules a deposit''s credit tripped as it was born, each with the figures that tripped it (079); NULL: none.  Never changes.';
+
+
+--
+-- Name: COLUMN mt5_credit.payer_name; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.mt5_credit.payer_name IS 'The payer''s name as the provider signed it (082), read only while the payer_name rule is in force.  Never changes.';
+
+
+--
+-- Name: COLUMN mt5_credit.instrument; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.mt5_credit.instrument IS 'The provider''s fingerprint of the card (082), read only while first_instrument is in force.  Never changes.';
+
+
+--
+-- Name: COLUMN mt5_credit.provider_signal; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.mt5_credit.provider_signal IS 'The provider''s own risk flag on the payment (082), read only while provider_signal is in force.  Never changes.';
 
 
 --
@@ -12005,6 +12335,37 @@ ALTER TABLE mt5credit.payload_format OWNER TO mt5credit_owner;
 --
 
 COMMENT ON TABLE mt5credit.payload_format IS 'A provider payload format (076): where its events'' id and type are; payload_rule says what each type means';
+
+
+--
+-- Name: payload_risk; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.payload_risk (
+    payload text NOT NULL,
+    event_type text NOT NULL,
+    payer_name jsonpath,
+    instrument jsonpath,
+    signal jsonpath,
+    signal_when text[],
+    CONSTRAINT payload_risk_check CHECK (((signal IS NULL) = (signal_when IS NULL))),
+    CONSTRAINT payload_risk_check1 CHECK (((payer_name IS NOT NULL) OR (instrument IS NOT NULL) OR (signal IS NOT NULL))),
+    CONSTRAINT payload_risk_event_type_check CHECK (((length(event_type) >= 1) AND (length(event_type) <= 255))),
+    CONSTRAINT payload_risk_instrument_check CHECK (((instrument)::text ~~ 'strict %'::text)),
+    CONSTRAINT payload_risk_payer_name_check CHECK (((payer_name)::text ~~ 'strict %'::text)),
+    CONSTRAINT payload_risk_payload_check CHECK ((payload <> ALL (ARRAY['adyen'::text, 'adyen_manual'::text]))),
+    CONSTRAINT payload_risk_signal_check CHECK (((signal)::text ~~ 'strict %'::text)),
+    CONSTRAINT payload_risk_signal_when_check CHECK ((cardinality(signal_when) > 0))
+);
+
+
+ALTER TABLE mt5credit.payload_risk OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE payload_risk; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.payload_risk IS 'Where a format''s paid events carry the payer''s name, the card''s fingerprint and the provider''s risk flag (082), for the risk rules.';
 
 
 --
@@ -12692,7 +13053,7 @@ CREATE TABLE mt5credit.risk_rule_change (
     CONSTRAINT risk_rule_change_limit_volume_check CHECK ((limit_volume > 0)),
     CONSTRAINT risk_rule_change_note_check CHECK (((length(note) >= 1) AND (length(note) <= 4000))),
     CONSTRAINT risk_rule_change_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
-    CONSTRAINT risk_rule_change_rule_check CHECK ((rule = ANY (ARRAY['credit_amount'::text, 'login_count_24h'::text, 'login_sum_24h'::text, 'client_count_24h'::text, 'client_sum_24h'::text, 'first_deposit'::text, 'first_provider'::text, 'withdrawal_amount'::text, 'withdrawal_trading'::text]))),
+    CONSTRAINT risk_rule_change_rule_check CHECK ((rule = ANY (ARRAY['credit_amount'::text, 'login_count_24h'::text, 'login_sum_24h'::text, 'client_count_24h'::text, 'client_sum_24h'::text, 'first_deposit'::text, 'first_provider'::text, 'payer_name'::text, 'first_instrument'::text, 'provider_signal'::text, 'withdrawal_amount'::text, 'withdrawal_trading'::text]))),
     CONSTRAINT risk_rule_change_status_check CHECK ((status = ANY (ARRAY['proposed'::text, 'approved'::text, 'rejected'::text, 'withdrawn'::text]))),
     CONSTRAINT risk_rule_change_volume CHECK ((remove OR ((limit_volume IS NOT NULL) = (rule = 'withdrawal_trading'::text))))
 );
@@ -13009,6 +13370,27 @@ CREATE TABLE mt5credit.withdrawal_refund_transition (
 ALTER TABLE mt5credit.withdrawal_refund_transition OWNER TO mt5credit_owner;
 
 --
+-- Name: withdrawal_trading_try; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.withdrawal_trading_try (
+    withdrawal_id bigint NOT NULL,
+    tries integer NOT NULL,
+    last_at timestamp with time zone NOT NULL,
+    CONSTRAINT withdrawal_trading_try_tries_check CHECK ((tries > 0))
+);
+
+
+ALTER TABLE mt5credit.withdrawal_trading_try OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE withdrawal_trading_try; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.withdrawal_trading_try IS 'How often, and when last, the worker was handed a withdrawal to read its trading (085): the least recently tried go first.';
+
+
+--
 -- Name: withdrawal_transition; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13082,6 +13464,14 @@ ALTER TABLE ONLY mt5credit.client_account
 
 ALTER TABLE ONLY mt5credit.client_account
     ADD CONSTRAINT client_account_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: client_name client_name_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.client_name
+    ADD CONSTRAINT client_name_pkey PRIMARY KEY (client_id);
 
 
 --
@@ -13322,6 +13712,14 @@ ALTER TABLE ONLY mt5credit.pause
 
 ALTER TABLE ONLY mt5credit.payload_format
     ADD CONSTRAINT payload_format_pkey PRIMARY KEY (payload);
+
+
+--
+-- Name: payload_risk payload_risk_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.payload_risk
+    ADD CONSTRAINT payload_risk_pkey PRIMARY KEY (payload, event_type);
 
 
 --
@@ -13773,6 +14171,14 @@ ALTER TABLE ONLY mt5credit.withdrawal_refund
 
 
 --
+-- Name: withdrawal_trading_try withdrawal_trading_try_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.withdrawal_trading_try
+    ADD CONSTRAINT withdrawal_trading_try_pkey PRIMARY KEY (withdrawal_id);
+
+
+--
 -- Name: withdrawal_transition withdrawal_transition_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13848,6 +14254,13 @@ CREATE UNIQUE INDEX money_proposal_one_open ON mt5credit.money_proposal USING bt
 --
 
 CREATE INDEX mt5_credit_created_idx ON mt5credit.mt5_credit USING btree (created_at);
+
+
+--
+-- Name: mt5_credit_instrument_idx; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE INDEX mt5_credit_instrument_idx ON mt5credit.mt5_credit USING btree (instrument) WHERE (instrument IS NOT NULL);
 
 
 --
@@ -14044,6 +14457,13 @@ CREATE INDEX withdrawal_refund_provider_id_idx ON mt5credit.withdrawal_refund US
 --
 
 CREATE INDEX withdrawal_refund_watched_idx ON mt5credit.withdrawal_refund USING btree (next_check_at) WHERE ((status = 'succeeded'::text) AND (next_check_at IS NOT NULL));
+
+
+--
+-- Name: withdrawal_trading_try_last_idx; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE INDEX withdrawal_trading_try_last_idx ON mt5credit.withdrawal_trading_try USING btree (last_at);
 
 
 --
@@ -14296,6 +14716,13 @@ CREATE TRIGGER mt5_credit_payout_after_debit AFTER UPDATE OF status ON mt5credit
 --
 
 CREATE TRIGGER mt5_credit_risk_check BEFORE INSERT ON mt5credit.mt5_credit FOR EACH ROW WHEN ((new.kind = 'deposit'::text)) EXECUTE FUNCTION mt5credit.risk_check();
+
+
+--
+-- Name: mt5_credit mt5_credit_risk_facts_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER mt5_credit_risk_facts_fixed BEFORE UPDATE OF payer_name, instrument, provider_signal ON mt5credit.mt5_credit FOR EACH ROW WHEN ((((old.payer_name IS DISTINCT FROM new.payer_name) OR (old.instrument IS DISTINCT FROM new.instrument)) OR (old.provider_signal IS DISTINCT FROM new.provider_signal))) EXECUTE FUNCTION mt5credit.credit_risk_facts_fixed();
 
 
 --
@@ -14914,6 +15341,14 @@ ALTER TABLE ONLY mt5credit.mt5_credit
 
 
 --
+-- Name: payload_risk payload_risk_payload_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.payload_risk
+    ADD CONSTRAINT payload_risk_payload_fkey FOREIGN KEY (payload) REFERENCES mt5credit.payload_format(payload);
+
+
+--
 -- Name: payload_rule payload_rule_payload_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -15250,6 +15685,14 @@ ALTER TABLE ONLY mt5credit.withdrawal
 
 
 --
+-- Name: withdrawal_trading_try withdrawal_trading_try_withdrawal_id_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.withdrawal_trading_try
+    ADD CONSTRAINT withdrawal_trading_try_withdrawal_id_fkey FOREIGN KEY (withdrawal_id) REFERENCES mt5credit.withdrawal(id) ON DELETE CASCADE;
+
+
+--
 -- Name: SCHEMA mt5credit; Type: ACL; Schema: -; Owner: mt5credit_owner
 --
 
@@ -15413,6 +15856,14 @@ GRANT ALL ON FUNCTION mt5credit.case_show(p_case bigint) TO mt5credit_operator;
 
 REVOKE ALL ON FUNCTION mt5credit.claim_credit(p_worker text, p_lease_seconds integer, p_servers text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.claim_credit(p_worker text, p_lease_seconds integer, p_servers text[]) TO mt5credit_worker;
+
+
+--
+-- Name: FUNCTION client_name_set(p_client text, p_name text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.client_name_set(p_client text, p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.client_name_set(p_client text, p_name text) TO mt5credit_portal;
 
 
 --
@@ -15586,6 +16037,13 @@ GRANT ALL ON FUNCTION mt5credit.credit_orphan_deal(p_id bigint, p_attempt intege
 
 REVOKE ALL ON FUNCTION mt5credit.credit_release(p_id bigint, p_attempt integer, p_worker text, p_detail jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.credit_release(p_id bigint, p_attempt integer, p_worker text, p_detail jsonb) TO mt5credit_worker;
+
+
+--
+-- Name: FUNCTION credit_risk_facts_fixed(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.credit_risk_facts_fixed() FROM PUBLIC;
 
 
 --
@@ -15836,10 +16294,10 @@ REVOKE ALL ON FUNCTION mt5credit.ingest_malformed(p_provider text, p_raw_body by
 
 
 --
--- Name: FUNCTION ingest_paid(p_provider text, f mt5credit.payment_fact, p_event bigint, p_credit bigint); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+-- Name: FUNCTION ingest_paid(p_provider text, f mt5credit.payment_fact, p_event bigint, p_credit bigint, p_risk mt5credit.risk_fact); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-REVOKE ALL ON FUNCTION mt5credit.ingest_paid(p_provider text, f mt5credit.payment_fact, p_event bigint, p_credit bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mt5credit.ingest_paid(p_provider text, f mt5credit.payment_fact, p_event bigint, p_credit bigint, p_risk mt5credit.risk_fact) FROM PUBLIC;
 
 
 --
@@ -15945,6 +16403,20 @@ REVOKE ALL ON FUNCTION mt5credit.money_proposal_guard() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.mt5_comment(p_tag text, p_reference text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION name_words(p_name text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.name_words(p_name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION names_match(p_a text, p_b text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.names_match(p_a text, p_b text) FROM PUBLIC;
 
 
 --
@@ -16634,6 +17106,20 @@ REVOKE ALL ON FUNCTION mt5credit.risk_check() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION risk_facts(p_provider text, p_type text, p_body jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_facts(p_provider text, p_type text, p_body jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION risk_facts_wanted(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_facts_wanted() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION risk_limit_text(p_minor bigint, p_count integer, p_volume bigint, p_currency text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -16686,6 +17172,13 @@ GRANT ALL ON FUNCTION mt5credit.risk_rules() TO mt5credit_reader;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.risk_trip(r mt5credit.risk_rule, p_observed numeric, p_detail jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION risk_value(p jsonb, p_max integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.risk_value(p jsonb, p_max integer) FROM PUBLIC;
 
 
 --
@@ -16931,6 +17424,13 @@ REVOKE ALL ON FUNCTION mt5credit.withdrawal_case_decide(p mt5credit.money_propos
 --
 
 REVOKE ALL ON FUNCTION mt5credit.withdrawal_case_propose(c mt5credit."case", p_action text, p_note text, p_evidence jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION withdrawal_client_view(w mt5credit.withdrawal); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.withdrawal_client_view(w mt5credit.withdrawal) FROM PUBLIC;
 
 
 --

@@ -195,6 +195,19 @@ is(wd($prep, 'status') . ' ' . wd($prep, "coalesce(prepared_by, '-')"),
 is($sb->sql1("SELECT mt5credit.withdrawal_progress('alice', '$over')",
              user => 'portal'), 'in_review',
    'the client sees "in review": a hold is not told (tipping off)');
+is(join('|', @{ $sb->psql("SELECT status, coalesce(held_for::text, '-') "
+    . "FROM mt5credit.withdrawal_request('alice', 'hold-test-tell', 'stripe', "
+    . "'live1', $quiet, 100002, 'USD', 'acct_dest_t')",
+    user => 'portal')->[0] }), 'requested|-',
+   '... nor by what the portal\'s request returns');
+is(wd('wd_' . sprintf('%06d', $sb->sql1("SELECT max(id) FROM "
+          . "mt5credit.withdrawal")), 'status'), 'held',
+   '... though the request is held');
+my $tell = withdraw($quiet, 30000);
+is(join('|', @{ $sb->psql("SELECT status, coalesce(held_for::text, '-') "
+    . "FROM mt5credit.withdrawal_amend('alice', '$tell', 250000, "
+    . "'acct_dest_z')", user => 'portal')->[0] }), 'requested|-',
+   '... nor what an amend past the limit returns');
 
 # two people release it
 my $case = case_of($over);
@@ -363,11 +376,38 @@ is(wd($w_fresh, "coalesce(trading_after::text, '-')") . ' '
 is(debits_of($w_idle) + debits_of($w_before) + debits_of($w_other), 0,
    'no held withdrawal was debited in MT5');
 
+# --- waiting withdrawals take turns (085) -----------------------------------
+
+# three waiting, two read a round: one that can never be read (its
+# deposit's deal gone from MT5) does not keep the others from their turn
+my @turn = map { withdraw($_, 10000) } map { (funded())[0] } 1 .. 3;
+sub due {
+    return join ',', map { $_->[0] } @{ $sb->psql("SELECT reference FROM "
+        . "mt5credit.withdrawal_trading_due('{live1}', 2)",
+        user => 'worker') };
+}
+is(due(), "$turn[0],$turn[1]", 'a round takes the two waiting longest');
+is(due(), "$turn[2],$turn[0]",
+   '... the next one the never tried first, then the longest since tried');
+is(due(), "$turn[1],$turn[2]", '... and so on: each has its turn');
+is($sb->sql1("SELECT string_agg(tries::text, ',' ORDER BY withdrawal_id) "
+             . "FROM mt5credit.withdrawal_trading_try t JOIN "
+             . "mt5credit.withdrawal w ON w.id = t.withdrawal_id "
+             . "WHERE w.reference IN ('" . join("','", @turn) . "')"),
+   '2,2,2', '... each tried twice in three rounds of two');
+like($sb->psql("UPDATE mt5credit.withdrawal_trading_try SET tries = 1",
+               user => 'worker', may_fail => 1, raw => 1),
+     qr/permission denied/, 'the worker cannot rewrite the turns');
+work();
+is(join(',', map { held_for($_) } @turn),
+   'withdrawal_trading,withdrawal_trading,withdrawal_trading',
+   'the worker reads all three');
+
 # --- metrics ---------------------------------------------------------------
 
 ($rc, $out) = Mt5Credit::Worker::run($sb, 'status', '-c', $conf,
                                      '--prometheus');
-like($out, qr/^mt5credit_withdrawal_holds\{rule="withdrawal_trading",status="held"\} 3$/m,
+like($out, qr/^mt5credit_withdrawal_holds\{rule="withdrawal_trading",status="held"\} 6$/m,
      'status counts withdrawal holds by rule');
 like($out, qr/^mt5credit_withdrawal_oldest_age_seconds\{status="held"\} [0-9.]+$/m,
      '... and the age of the oldest held withdrawal');

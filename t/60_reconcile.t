@@ -7,6 +7,7 @@
 #   - a difference of any kind passing as matched, or reported as another
 #     kind (each planted one is found, exactly, and nothing else is)
 #   - a clean movement (payment, refund, chargeback) reported as a case
+#   - money settled and held by a risk rule passing as reconciled
 #   - a refund the file names otherwise than the webhook left unmatched
 #   - re-running a day duplicating cases, items or runs
 #   - a truncated file, a bad amount, a file in another currency writing
@@ -215,6 +216,16 @@ UPDATE mt5credit.mt5_credit SET status = 'unknown' WHERE id = $credit{unknown};
 COMMIT;
 SQL
 row(category => 'charge', pi => $pi_unknown, gross => 1300);
+# ... and held by a risk rule, two people yet to decide (087)
+my $pi_held = pay('held', amount => 1400);
+$sb->psql(<<"SQL");
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE mt5credit.mt5_credit SET status = 'held',
+    held_for = '[{"rule": "credit_amount"}]' WHERE id = $credit{held};
+COMMIT;
+SQL
+row(category => 'charge', pi => $pi_held, gross => 1400);
 
 my %expected = (
     settled_not_credited   => 1,
@@ -228,7 +239,7 @@ my %expected = (
     amount_mismatch        => 2,
     currency_mismatch      => 1,
     login_mismatch         => 1,
-    open_at_cutoff         => 2,
+    open_at_cutoff         => 3,
 );
 
 # --- inputs that must change nothing ------------------------------------
@@ -337,6 +348,8 @@ ok($keys->{'debited_not_settled ' . $st->ref_of($rf_c)},
    'the refund never settled');
 ok($keys->{'open_at_cutoff ' . reference_of('pending')}, 'the pending credit');
 ok($keys->{'open_at_cutoff ' . reference_of('unknown')}, 'the unknown credit');
+ok($keys->{'open_at_cutoff ' . reference_of('held')},
+   'the held credit: settled, not credited, two people to decide');
 
 my $clean = join ',', map { reference_of($_) } qw(a b c d cb);
 is($sb->sql1("SELECT count(*) FROM mt5credit.recon_item WHERE run_id = $run "
@@ -347,7 +360,7 @@ is($sb->sql1("SELECT count(*) FROM mt5credit.recon_item WHERE run_id = $run "
 
 my $summary = counts("SELECT name, n FROM mt5credit.recon_count "
                      . "WHERE run_id = $run AND dimension = 'summary'");
-is($summary->{should_process}, 18, 'should process: the 18 money rows');
+is($summary->{should_process}, 19, 'should process: the 19 money rows');
 is($summary->{matched}, 8, 'matched: 5 payments, 2 refunds (by key and by '
    . 'amount), the chargeback');
 is($summary->{pending}, 1, 'pending: 1');

@@ -76,11 +76,15 @@ sub stripe_event {
             . qq("amount_total": $amount, "client_reference_id": "$dep", )
             . qq("currency": "$cur", "metadata": {"deposit_id": "$dep"}, )
             . qq("mode": "payment", "payment_intent": "$pi", )
+            . (defined $o{payer}
+               ? '"customer_details": {"name": ' . json_str($o{payer}) . '}, '
+               : '')
             . qq("payment_status": "$ps", "status": "complete"});
     } elsif ($type eq 'payment_intent.succeeded') {
         my $meta = defined $o{deposit} ? qq({"deposit_id": "$dep"}) : '{}';
         $object = qq({"id": "$pi", "object": "payment_intent", )
             . qq("amount": $amount, "amount_received": $amount, )
+            . stripe_charges($pi, $amount, $cur, %o)
             . qq("currency": "$cur", "metadata": $meta, )
             . qq("status": "succeeded"});
     } elsif ($type eq 'charge.refunded') {
@@ -128,6 +132,29 @@ sub stripe_event {
          . qq(  "api_version": "2025-03-31.basil",\n  "created": ) . time
          . qq(,\n  "data": {\n    "object": $object\n  },\n)
          . qq(  "livemode": false,\n  "type": "$type"\n}\n);
+}
+
+# A string as JSON (\u escapes: a name's accents travel as Stripe's do)
+sub json_str { return JSON::PP->new->ascii->allow_nonref->encode($_[0]) }
+
+# A PaymentIntent's charge, as API versions before 2022-11-15 embed it:
+# the payer's name, the card's fingerprint, Radar's risk level (payer,
+# card, risk_level; none of them: no charges list)
+sub stripe_charges {
+    my ($pi, $amount, $cur, %o) = @_;
+    return '' unless grep { defined $o{$_} } qw(payer card risk_level);
+    my @ch = (qq("id": "ch_of_$pi"), qq("object": "charge"),
+              qq("amount": $amount), qq("currency": "$cur"));
+    push @ch, '"billing_details": {"name": ' . json_str($o{payer}) . '}'
+        if defined $o{payer};
+    push @ch, '"payment_method_details": {"type": "card", "card": '
+              . '{"brand": "visa", "last4": "4242", "fingerprint": '
+              . json_str($o{card}) . '}}' if defined $o{card};
+    push @ch, '"outcome": {"network_status": "approved_by_network", '
+              . '"risk_level": ' . json_str($o{risk_level}) . ', '
+              . '"type": "authorized"}' if defined $o{risk_level};
+    return '"charges": {"object": "list", "data": [{' . join(', ', @ch)
+           . '}], "has_more": false}, ';
 }
 
 # a refund's metadata, as Stripe writes it (string values, sorted here)

@@ -82,6 +82,8 @@ sub account {
 }
 
 # A deposit paid through nginx; returns the credit id (undef if none).
+# %p: client, login, amount, currency, pi; for the event, type and what
+# it signs of the payer (payer, card, risk_level: Provider.pm).
 sub pay {
     my ($self, %p) = @_;
     my $amount = $p{amount} // 50000;
@@ -92,7 +94,10 @@ sub pay {
     my $pi = $p{pi} || 'pi_stack_' . $$ . '_' . ++$self->{seq};
     my $res = $self->webhook(stripe_event(deposit => $dep, amount => $amount,
                                           currency => $p{currency} || 'USD',
-                                          pi => $pi));
+                                          pi => $pi,
+                                          map { defined $p{$_}
+                                                ? ($_ => $p{$_}) : () }
+                                          qw(type payer card risk_level)));
     croak "webhook: $res->{status} $res->{body}" unless $res->{status} == 200;
     return $res->{body} =~ /"credit":(\d+)/ ? $1 : undef;
 }
