@@ -57,7 +57,8 @@ sub median {
 sub ingest_cost {
     my $sb = Mt5Credit::Sandbox->new;
     $sb->start_postgres;
-    $sb->psql('GRANT pg_read_server_files TO edge');
+    $sb->psql('GRANT pg_read_server_files TO edge; '
+              . 'GRANT EXECUTE ON FUNCTION pg_read_file(text) TO edge');
     $sb->psql("SELECT mt5credit.register_account('c' || g, 'live1', "
               . "80000 + g, 'USD') FROM generate_series(1, 1000) g",
               user => 'portal');

@@ -16,7 +16,7 @@ sub hexlit { return "'\\x" . unpack('H*', $_[0]) . "'::bytea" }
 # One call of ingest_batch() with paid events for @$chunk ({ref, pi,
 # amount}), signed at $signed_at.  Returns the seconds the database spent
 # in it (psql's start left out) and, with {cpu} (the login needs
-# pg_read_server_files), the seconds its backend was on a CPU
+# pg_read_server_files and pg_read_file(text)), the seconds its backend was on a CPU
 # (/proc/self/schedstat): what other load on the machine changes least.
 # {db}: another database of the sandbox.
 sub ingest_one_batch {
