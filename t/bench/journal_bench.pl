@@ -3,17 +3,21 @@
 # make bench (journal part, sql/081): what the money journal costs and
 # how long checking it takes.
 #
-#   1. ingest_batch() of a day of BENCH_JOURNAL_DEPOSITS deposits in a
-#      database with the journal's triggers and in one without them, twice
-#      each, alternated, the fastest of each kept: the time in the database
-#      (psql's own start left out).  Goal: 10 % or less.
+#   1. ingest_batch() of a day of BENCH_JOURNAL_DEPOSITS deposits, the
+#      same batches sent alternately to a copy of one database with the
+#      journal's triggers and one without, BENCH_JOURNAL_ROUNDS rounds:
+#      each round, the median and the spread, on the database's clock
+#      and on its backend's CPU time; then the journal's share of
+#      ingest_batch()'s time (pg_stat_user_functions).  Goal: 10 % or
+#      less.
 #   2. BENCH_JOURNAL_ENTRIES entries (case actions on 10,000 cases, written
 #      through the triggers as the desk writes them), sealed, then
 #      `mt5credit audit verify` over all of them: every chain recomputed,
 #      every fact compared, the period's Merkle root.  Goal: 10 s or less
 #      for 1 million.
 #
-#   BENCH_JOURNAL_DEPOSITS=3000 BENCH_JOURNAL_ENTRIES=1000000 make bench
+#   BENCH_JOURNAL_DEPOSITS=3000 BENCH_JOURNAL_ROUNDS=3 \
+#   BENCH_JOURNAL_ENTRIES=1000000 make bench
 
 use strict;
 use warnings;
