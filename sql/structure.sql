@@ -47,6 +47,26 @@ CREATE TYPE mt5credit.ingest_step AS (
 ALTER TYPE mt5credit.ingest_step OWNER TO mt5credit_owner;
 
 --
+-- Name: journal_chain; Type: DOMAIN; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE DOMAIN mt5credit.journal_chain AS text COLLATE pg_catalog."C"
+	CONSTRAINT journal_chain_check CHECK ((VALUE ~ '^[a-z_]+:[0-9]+$'::text));
+
+
+ALTER DOMAIN mt5credit.journal_chain OWNER TO mt5credit_owner;
+
+--
+-- Name: journal_seq; Type: DOMAIN; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE DOMAIN mt5credit.journal_seq AS integer
+	CONSTRAINT journal_seq_check CHECK ((VALUE > 0));
+
+
+ALTER DOMAIN mt5credit.journal_seq OWNER TO mt5credit_owner;
+
+--
 -- Name: payment_fact; Type: TYPE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -133,6 +153,16 @@ CREATE TYPE mt5credit.risk_fact AS (
 
 
 ALTER TYPE mt5credit.risk_fact OWNER TO mt5credit_owner;
+
+--
+-- Name: sha256_digest; Type: DOMAIN; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE DOMAIN mt5credit.sha256_digest AS bytea
+	CONSTRAINT sha256_digest_check CHECK ((length(VALUE) = 32));
+
+
+ALTER DOMAIN mt5credit.sha256_digest OWNER TO mt5credit_owner;
 
 --
 -- Name: work_item; Type: TYPE; Schema: mt5credit; Owner: mt5credit_owner
@@ -4256,6 +4286,9 @@ CREATE FUNCTION mt5credit.journal_record() RETURNS trigger
     AS $$
 DECLARE
     v_entry  jsonb;
+    v_chain  text;
+    v_seq    integer;
+    v_prev   bytea;
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
         RETURN NULL;
@@ -4268,10 +4301,31 @@ BEGIN
     ELSE
         v_entry := to_jsonb(NEW);
     END IF;
-    PERFORM mt5credit.journal_append(TG_ARGV[1] || ':'
-                                     || (v_entry->>TG_ARGV[0]),
-                                     TG_TABLE_NAME,
-                                     (v_entry->>'id')::bigint, v_entry);
+    v_chain := TG_ARGV[1] || ':' || (v_entry->>TG_ARGV[0]);
+
+    IF TG_OP = 'INSERT' AND TG_ARGV[0] = 'id' THEN
+        -- a new row's own chain: its first entry (a second is refused)
+        v_seq := 1;
+        v_prev := '\x0000000000000000000000000000000000000000000000000000000000000000';
+    ELSE
+        IF TG_ARGV[0] <> 'id' AND TG_ARGV[2] IS DISTINCT FROM 'locked' THEN
+            -- no row lock orders this chain's writers: they take turns
+            PERFORM pg_advisory_xact_lock(hashtextextended(
+                        'mt5credit.journal:' || v_chain, 0));
+        END IF;
+        SELECT j.seq, j.hash INTO v_seq, v_prev
+        FROM journal j WHERE j.chain = v_chain COLLATE "C"
+        ORDER BY j.seq DESC LIMIT 1;
+        v_seq := coalesce(v_seq, 0) + 1;
+        v_prev := coalesce(v_prev, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea);
+    END IF;
+
+    INSERT INTO journal (chain, seq, source, source_id, entry, prev_hash,
+                         hash)
+    VALUES (v_chain, v_seq, TG_TABLE_NAME, (v_entry->>'id')::bigint,
+            v_entry, v_prev,
+            sha256(v_prev || convert_to(v_chain || E'\n' || v_seq || E'\n'
+                                        || v_entry::text, 'UTF8')));
     RETURN NULL;
 END
 $$;
@@ -12014,18 +12068,14 @@ ALTER TABLE mt5credit.deposit_transition OWNER TO mt5credit_owner;
 
 CREATE TABLE mt5credit.journal (
     id bigint NOT NULL,
-    chain text NOT NULL COLLATE pg_catalog."C",
-    seq integer NOT NULL,
+    chain mt5credit.journal_chain NOT NULL,
+    seq mt5credit.journal_seq NOT NULL,
     source text NOT NULL,
     source_id bigint NOT NULL,
     entry jsonb NOT NULL,
-    prev_hash bytea NOT NULL,
-    hash bytea NOT NULL,
-    xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT journal_chain_check CHECK ((chain ~ '^[a-z_]+:[0-9]+$'::text)),
-    CONSTRAINT journal_hash_check CHECK ((length(hash) = 32)),
-    CONSTRAINT journal_prev_hash_check CHECK ((length(prev_hash) = 32)),
-    CONSTRAINT journal_seq_check CHECK ((seq > 0))
+    prev_hash mt5credit.sha256_digest NOT NULL,
+    hash mt5credit.sha256_digest NOT NULL,
+    xid xid8 DEFAULT pg_current_xact_id() NOT NULL
 );
 
 
@@ -14540,7 +14590,7 @@ CREATE TRIGGER credit_history_append_only BEFORE DELETE OR UPDATE ON mt5credit.c
 -- Name: credit_history credit_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE TRIGGER credit_history_journal AFTER INSERT ON mt5credit.credit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('credit_id', 'credit');
+CREATE TRIGGER credit_history_journal AFTER INSERT ON mt5credit.credit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('credit_id', 'credit', 'locked');
 
 
 --
@@ -14596,7 +14646,7 @@ CREATE TRIGGER deposit_history_append_only BEFORE DELETE OR UPDATE OR TRUNCATE O
 -- Name: deposit_history deposit_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE TRIGGER deposit_history_journal AFTER INSERT ON mt5credit.deposit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('deposit_id', 'deposit');
+CREATE TRIGGER deposit_history_journal AFTER INSERT ON mt5credit.deposit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('deposit_id', 'deposit', 'locked');
 
 
 --

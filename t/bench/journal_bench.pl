@@ -3,17 +3,21 @@
 # make bench (journal part, sql/081): what the money journal costs and
 # how long checking it takes.
 #
-#   1. ingest_batch() of a day of BENCH_JOURNAL_DEPOSITS deposits in a
-#      database with the journal's triggers and in one without them, twice
-#      each, alternated, the fastest of each kept: the time in the database
-#      (psql's own start left out).  Goal: 10 % or less.
+#   1. ingest_batch() of a day of BENCH_JOURNAL_DEPOSITS deposits, the
+#      same batches sent alternately to a copy of one database with the
+#      journal's triggers and one without, BENCH_JOURNAL_ROUNDS rounds:
+#      each round, the median and the spread, on the database's clock
+#      and on its backend's CPU time; then the journal's share of
+#      ingest_batch()'s time (pg_stat_user_functions).  Goal: 10 % or
+#      less.
 #   2. BENCH_JOURNAL_ENTRIES entries (case actions on 10,000 cases, written
 #      through the triggers as the desk writes them), sealed, then
 #      `mt5credit audit verify` over all of them: every chain recomputed,
 #      every fact compared, the period's Merkle root.  Goal: 10 s or less
 #      for 1 million.
 #
-#   BENCH_JOURNAL_DEPOSITS=3000 BENCH_JOURNAL_ENTRIES=1000000 make bench
+#   BENCH_JOURNAL_DEPOSITS=3000 BENCH_JOURNAL_ROUNDS=3 \
+#   BENCH_JOURNAL_ENTRIES=1000000 make bench
 
 use strict;
 use warnings;
@@ -22,13 +26,14 @@ use Time::HiRes qw(time);
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
-use Mt5Credit::Bench qw(ingest_batches);
+use Mt5Credit::Bench qw(ingest_one_batch);
 use Mt5Credit::Worker;
 
 $| = 1;
 
 my $N = $ENV{BENCH_JOURNAL_DEPOSITS} // 3000;    # 0: this part skipped
 my $ENTRIES = $ENV{BENCH_JOURNAL_ENTRIES} || 1_000_000;
+my $ROUNDS = $ENV{BENCH_JOURNAL_ROUNDS} || 3;
 my $BATCH = 50;
 my $SIGNED_AT = int(time);
 
@@ -37,15 +42,27 @@ my @TRIGGERS = qw(credit_history deposit_history payout_history
                   money_proposal risk_rule_change webhook_event);
 
 # --- 1. what it costs ingest ---------------------------------------------------
+#
+# One server, one database of BENCH_JOURNAL_DEPOSITS open deposits as a
+# template; each round copies it twice, the journal's triggers off in one
+# copy, and sends the same batches to both, batch by batch, which goes
+# first alternating.  Other load on the machine then falls on both sides
+# alike; a round's cost is the sum with over the sum without.  Two
+# clocks: the database's (wall, what the edge waits) and its backend's
+# time on a CPU (what the journal's work is, whatever else runs).  Last, a
+# copy with track_functions = 'all' says which share of ingest_batch()'s
+# own time is the journal's functions.
 
-sub ingest_day {
-    my ($journal) = @_;
+sub median {
+    my @s = sort { $a <=> $b } @_;
+    return @s % 2 ? $s[$#s / 2] : ($s[@s / 2 - 1] + $s[@s / 2]) / 2;
+}
+
+sub ingest_cost {
     my $sb = Mt5Credit::Sandbox->new;
     $sb->start_postgres;
-    unless ($journal) {
-        $sb->psql(join '', map { "ALTER TABLE mt5credit.$_ DISABLE TRIGGER "
-                                 . "${_}_journal;\n" } @TRIGGERS);
-    }
+    $sb->psql('GRANT pg_read_server_files TO edge; '
+              . 'GRANT EXECUTE ON FUNCTION pg_read_file(text) TO edge');
     $sb->psql("SELECT mt5credit.register_account('c' || g, 'live1', "
               . "80000 + g, 'USD') FROM generate_series(1, 1000) g",
               user => 'portal');
@@ -53,32 +70,100 @@ sub ingest_day {
         . "'c' || (1 + g % 1000), 'day-key-' || g, 'stripe', 'live1', "
         . "80000 + 1 + g % 1000, 1000 + g, 'USD')).reference "
         . "FROM generate_series(1, $N) g", user => 'portal');
+    my @p = map { { ref => $_->[1], pi => "pi_$_->[0]",
+                    amount => 1000 + $_->[0] } } @$refs;
+    my @chunks;
+    push @chunks, [ @p[$_ .. ($_ + $BATCH > @p ? @p : $_ + $BATCH) - 1] ]
+        for map { $_ * $BATCH } 0 .. int((@p - 1) / $BATCH);
 
-    my $secs = ingest_batches($sb, $SIGNED_AT, $BATCH,
-        map { { ref => $_->[1], pi => "pi_$_->[0]", amount => 1000 + $_->[0] } }
-        @$refs);
-    my $credits = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit");
-    my $entries = $sb->sql1("SELECT count(*) FROM mt5credit.journal");
-    die "journal bench: $credits credits of $N deposits\n" unless $credits == $N;
+    my $copy = sub {
+        my ($name, $journal, $setting) = @_;
+        $sb->psql("CREATE DATABASE $name TEMPLATE mt5credit "
+                  . "STRATEGY FILE_COPY");
+        $sb->psql($setting, db => $name) if $setting;
+        $sb->psql(join('', map { "ALTER TABLE mt5credit.$_ DISABLE "
+                                 . "TRIGGER ${_}_journal;\n" } @TRIGGERS),
+                  db => $name) unless $journal;
+    };
+    my $check = sub {
+        my ($name, $entries) = @_;
+        my $credits = $sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit",
+                                db => $name);
+        die "journal bench: $credits credits of $N deposits\n"
+            unless $credits == $N;
+        my $n = $sb->sql1("SELECT count(*) FROM mt5credit.journal",
+                          db => $name);
+        my $before = $sb->sql1("SELECT count(*) FROM mt5credit.journal");
+        die "journal bench: $n entries, $before before the day\n"
+            if $entries ? $n <= $before : $n != $before;
+        return $n - $before;
+    };
+
+    my (@wall, @cpu, $entries, $tw0, $tw1, $tc0, $tc1);
+    for my $round (1 .. $ROUNDS) {
+        $copy->('bench_without', 0);
+        $copy->('bench_with', 1);
+        my %t = map { $_ => [0, 0] } qw(bench_without bench_with);
+        for my $k (0 .. $#chunks) {
+            my @order = ($k + $round) % 2 ? qw(bench_with bench_without)
+                                          : qw(bench_without bench_with);
+            for my $db (@order) {
+                my ($w, $c) = ingest_one_batch($sb, $SIGNED_AT, $chunks[$k],
+                                               db => $db, cpu => 1);
+                $t{$db}[0] += $w;
+                $t{$db}[1] += $c;
+            }
+        }
+        $check->('bench_without', 0);
+        $entries = $check->('bench_with', 1);
+        my ($w0, $c0) = @{ $t{bench_without} };
+        my ($w1, $c1) = @{ $t{bench_with} };
+        push @wall, 100 * ($w1 - $w0) / $w0;
+        push @cpu, 100 * ($c1 - $c0) / $c0;
+        $tw0 += $w0; $tw1 += $w1; $tc0 += $c0; $tc1 += $c1;
+        printf "journal: round %d: without %.2f s (CPU %.2f s), with %.2f s "
+               . "(CPU %.2f s): %.1f %% (CPU %.1f %%)\n", $round, $w0, $c0,
+               $w1, $c1, $wall[-1], $cpu[-1];
+        $sb->psql("DROP DATABASE $_") for qw(bench_without bench_with);
+    }
+
+    # where ingest_batch()'s time goes (the timing itself costs a little)
+    $copy->('bench_profile', 1, "SELECT pg_stat_reset()");
+    $sb->psql("ALTER DATABASE bench_profile SET track_functions = 'all'");
+    ingest_one_batch($sb, $SIGNED_AT, $_, db => 'bench_profile')
+        for @chunks;
+    my $n = $check->('bench_profile', 1);
+    sleep 1;    # the last backend's counts reach the statistics
+    my %f = map { $_->[0] => [ @$_[1, 2, 3] ] } @{ $sb->psql(
+        "SELECT funcname, calls, total_time, self_time "
+        . "FROM pg_stat_user_functions WHERE schemaname = 'mt5credit'",
+        db => 'bench_profile') };
+    my $total = $f{ingest_batch}[1] || 1;
+    my $journal = $f{journal_record} ? $f{journal_record}[1] : 0;
     $sb->teardown;
-    return ($secs, $entries);
+    return (\@wall, \@cpu, $entries, $tw0, $tw1, $tc0, $tc1,
+            100 * $journal / $total, 1000 * $journal / $n,
+            $f{journal_append} ? 1000 * $f{journal_append}[2] / $n : 0);
 }
 
-# alternated, the fastest of each kept: one database's luck is not a cost
-my ($without, $with, $entries);
-for my $round ($N ? (1 .. 2) : ()) {
-    my ($t0, $none) = ingest_day(0);
-    die "journal bench: $none entries with the triggers off\n" if $none;
-    my ($t1, $n) = ingest_day(1);
-    $without = $t0 if !defined $without || $t0 < $without;
-    $with = $t1 if !defined $with || $t1 < $with;
-    $entries = $n;
+if ($N) {
+    my ($wall, $cpu, $entries, $tw0, $tw1, $tc0, $tc1, $share, $per,
+        $append) = ingest_cost();
+    printf "journal: ingest_batch() of %d deposits in batches of %d, %d "
+           . "rounds, %d entries (%.1f a deposit): it costs %.1f %% of the "
+           . "time in the database (median; %.1f to %.1f; all rounds "
+           . "together %.1f %%: %.0f deposits/s without, %.0f with), "
+           . "%.1f %% of its CPU time (median; %.1f to %.1f; together "
+           . "%.1f %%)\n", $N, $BATCH, scalar @$wall, $entries,
+           $entries / $N, median(@$wall), (sort { $a <=> $b } @$wall)[0],
+           (sort { $b <=> $a } @$wall)[0], 100 * ($tw1 - $tw0) / $tw0,
+           $N * @$wall / $tw0, $N * @$wall / $tw1, median(@$cpu),
+           (sort { $a <=> $b } @$cpu)[0], (sort { $b <=> $a } @$cpu)[0],
+           100 * ($tc1 - $tc0) / $tc0;
+    printf "journal: pg_stat_user_functions: the journal's functions are "
+           . "%.1f %% of ingest_batch()'s time, %.0f us an entry (%.0f of "
+           . "them in journal_append() itself)\n", $share, $per, $append;
 }
-printf "journal: ingest_batch() of %d deposits in batches of %d, time in "
-       . "the database: %.0f deposits/s without the journal, %.0f with it "
-       . "(%d entries, %.1f a deposit): it costs %.1f %%\n", $N, $BATCH,
-       $N / $without, $N / $with, $entries, $entries / $N,
-       100 * ($with - $without) / $without if $N;
 
 # --- 2. verify over a million entries --------------------------------------------
 

@@ -199,9 +199,9 @@ sub migrate {
 sub pg_port { $_[0]{pg_port} }
 
 sub psql_args {
-    my ($self, $user, $port) = @_;
+    my ($self, $user, $port, $db) = @_;
     return ('-h', '127.0.0.1', '-p', $port || $self->{pg_port},
-            '-U', $user || 'mt5', '-d', $self->{db});
+            '-U', $user || 'mt5', '-d', $db || $self->{db});
 }
 
 # ---------------------------------------------------------------- a standby
@@ -305,8 +305,8 @@ sub psql {
     open my $fh, '>', $file or croak $!;
     print $fh $sql;
     close $fh;
-    # {port}: another server's (a standby's)
-    my @args = $self->psql_args($opt{user}, $opt{port});
+    # {port}: another server's (a standby's); {db}: another database
+    my @args = $self->psql_args($opt{user}, $opt{port}, $opt{db});
     my $out = `psql -X -q -At -v ON_ERROR_STOP=1 @args -f $file 2>&1`;
     my $failed = $?;
     unlink $file;
