@@ -153,6 +153,8 @@ is_deeply([ sort grep { m{^/lib/systemd/system/.} } keys %$bc ],
                         mt5credit-reconcile@.timer
                         mt5credit-backfill@.service
                         mt5credit-backfill@.timer
+                        mt5credit-audit-seal.service
+                        mt5credit-audit-seal.timer
                         mt5credit-status-textfile.service
                         mt5credit-status-textfile.timer
                         mt5credit-unit-failed@.service) ],
@@ -361,6 +363,8 @@ SKIP: {
                . "mt5credit-reconcile\@stripe.timer "
                . "mt5credit-backfill\@stripe.service "
                . "mt5credit-backfill\@stripe.timer "
+               . "mt5credit-audit-seal.service "
+               . "mt5credit-audit-seal.timer "
                . "mt5credit-status-textfile.service "
                . "mt5credit-status-textfile.timer";
     ($rc, $out) = sh($verify);
@@ -383,6 +387,7 @@ SKIP: {
                      mt5credit-poll-provider.service
                      mt5credit-reconcile@stripe.service
                      mt5credit-backfill@stripe.service
+                     mt5credit-audit-seal.service
                      mt5credit-status-textfile.service
                      mt5credit-unit-failed@x.service)) {
         ($rc, $out) = sh("cd $u && systemd-analyze security --offline=true "

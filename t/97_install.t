@@ -70,6 +70,7 @@ is_deeply([ sort @units ],
                     mt5credit-poll-provider.service
                     mt5credit-reconcile@.service mt5credit-reconcile@.timer
                     mt5credit-backfill@.service mt5credit-backfill@.timer
+                    mt5credit-audit-seal.service mt5credit-audit-seal.timer
                     mt5credit-status-textfile.service
                     mt5credit-status-textfile.timer
                         mt5credit-unit-failed@.service) ],
@@ -137,6 +138,7 @@ SKIP: {
                      . "mt5credit-reconcile\@stripe.timer "
                      . "mt5credit-backfill\@stripe.service "
                      . "mt5credit-backfill\@stripe.timer "
+                     . "mt5credit-audit-seal.service mt5credit-audit-seal.timer "
                      . "mt5credit-status-textfile.service "
                      . "mt5credit-status-textfile.timer "
                      . "mt5credit-unit-failed\@mt5credit-reconcile\@stripe.service.service");
