@@ -17,6 +17,8 @@
 #   - reconciliation of the soaked day finding anything but what was
 #     injected
 #   - the checker passing a run with a double or an unexplained deal
+#   - the money journal reporting an edit nobody made, after restarts, a
+#     rollback and a failover
 
 use strict;
 use warnings;
@@ -45,6 +47,9 @@ like($out, qr/chaos: database failover \(async standby promoted\)\s+1$/m,
      '... and failed over once to an asynchronous standby, promoted');
 like($out, qr/withdrawals debited and paid out once\s+(\d+) of \1$/m,
      '... every withdrawal debited and paid out exactly once');
+like($out, qr/journal entries verified \(exit\)\s+[1-9]\d* \(0\)$/m,
+     '... and the money journal, sealed after it all, verifies: no false '
+     . 'alarm after restarts, a rollback and a failover') or diag $out;
 my ($expected) = $out =~ /expected balance deals\s+(\d+)/;
 my ($matched) = $out =~ /matched exactly \(amount, login, once\)\s+(\d+)/;
 ok($expected && $expected >= 400 && $matched == $expected,

@@ -974,6 +974,28 @@ if ($n_wd) {
     }
 }
 
+# --- the money journal after it all (sql/081) -----------------------------------------
+
+# rolled back and failed over, the journal went back with the facts it
+# chains: sealed now, every chain, every fact and the period must fit
+my $jdir = $sb->dir . '/witness';
+mkdir $jdir;
+system('openssl', 'genpkey', '-algorithm', 'ed25519', '-out',
+       "$jdir/audit.key") == 0 or die 'openssl genpkey';
+system('openssl', 'pkey', '-in', "$jdir/audit.key", '-pubout', '-out',
+       "$jdir/audit.pub") == 0 or die 'openssl pkey';
+$sb->psql('CREATE ROLE soak_auditor LOGIN IN ROLE mt5credit_audit');
+my $aconn = 'host=127.0.0.1 port=' . $sb->pg_port
+            . ' dbname=mt5credit user=soak_auditor';
+my ($arc, $aout) = Mt5Credit::Worker::run($sb, 'audit', 'seal', '--key',
+    "$jdir/audit.key", '--heads', "$jdir/heads", '--database', $aconn);
+violation("journal: seal exited $arc: $aout") if $arc != 0;
+($arc, $aout) = Mt5Credit::Worker::run($sb, 'audit', 'verify', '--pubkey',
+    "$jdir/audit.pub", '--heads', "$jdir/heads", '--database', $aconn);
+violation("journal: verify exited $arc: " . join(' | ',
+          grep { /^(EDIT|REWIND|HEADS)/ } split /\n/, $aout)) if $arc != 0;
+my $journal = $sb->sql1('SELECT count(*) FROM mt5credit.journal');
+
 # --- the summary ---------------------------------------------------------------------
 
 my %status = map { $_->[0] => $_->[1] } @{ $sb->psql(
@@ -997,6 +1019,8 @@ printf "  %-40s %10s\n", "cases: $_", $cases{$_} for sort keys %cases;
 printf "  %-40s %10s\n", "chaos: $_", $did{$_} for sort keys %did;
 printf "  %-40s %10s\n", "recon: $_", $found{$_} for sort keys %found;
 printf "  %-40s %10s\n", 'recon exit', $rrc;
+printf "  %-40s %10s\n", 'journal entries verified (exit)',
+       "$journal ($arc)";
 printf "  %-40s %10s\n", 'withdrawals debited and paid out once',
        "$wd_matched of $n_wd";
 printf "  %-40s %10s\n", 'refund legs (withdrawals with a payout too)',
