@@ -4303,8 +4303,11 @@ BEGIN
     END IF;
     v_chain := TG_ARGV[1] || ':' || (v_entry->>TG_ARGV[0]);
 
-    IF TG_OP = 'INSERT' AND TG_ARGV[0] = 'id' THEN
-        -- a new row's own chain: its first entry (a second is refused)
+    IF (TG_OP = 'INSERT' AND TG_ARGV[0] = 'id')
+       OR coalesce(v_entry->>'from_status', '-') = TG_ARGV[3]
+    THEN
+        -- a new row's own chain, or a history's first row: entry 1 (a
+        -- second is refused)
         v_seq := 1;
         v_prev := '\x0000000000000000000000000000000000000000000000000000000000000000';
     ELSE
@@ -4332,6 +4335,32 @@ $$;
 
 
 ALTER FUNCTION mt5credit.journal_record() OWNER TO mt5credit_owner;
+
+--
+-- Name: journal_record_events(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.journal_record_events() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO journal (chain, seq, source, source_id, entry, prev_hash,
+                         hash)
+    SELECT f.chain, 1, 'webhook_event', f.id, f.entry, f.zero,
+           sha256(f.zero || convert_to(f.chain || E'\n1\n' || f.entry::text,
+                                       'UTF8'))
+    FROM (SELECT n.id, 'event:' || n.id AS chain,
+                 journal_event_fact(n::webhook_event) AS entry,
+                 '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea AS zero
+          FROM new_events n) f
+    ORDER BY f.id;
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.journal_record_events() OWNER TO mt5credit_owner;
 
 --
 -- Name: json_decimal_minor(jsonb, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -14590,7 +14619,7 @@ CREATE TRIGGER credit_history_append_only BEFORE DELETE OR UPDATE ON mt5credit.c
 -- Name: credit_history credit_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE TRIGGER credit_history_journal AFTER INSERT ON mt5credit.credit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('credit_id', 'credit', 'locked');
+CREATE TRIGGER credit_history_journal AFTER INSERT ON mt5credit.credit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('credit_id', 'credit', 'locked', '-');
 
 
 --
@@ -14646,7 +14675,7 @@ CREATE TRIGGER deposit_history_append_only BEFORE DELETE OR UPDATE OR TRUNCATE O
 -- Name: deposit_history deposit_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE TRIGGER deposit_history_journal AFTER INSERT ON mt5credit.deposit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('deposit_id', 'deposit', 'locked');
+CREATE TRIGGER deposit_history_journal AFTER INSERT ON mt5credit.deposit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('deposit_id', 'deposit', 'locked', 'created');
 
 
 --
@@ -15031,7 +15060,14 @@ CREATE TRIGGER webhook_event_immutable BEFORE UPDATE ON mt5credit.webhook_event 
 -- Name: webhook_event webhook_event_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE TRIGGER webhook_event_journal AFTER INSERT OR UPDATE ON mt5credit.webhook_event FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('id', 'event');
+CREATE TRIGGER webhook_event_journal AFTER INSERT ON mt5credit.webhook_event REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.journal_record_events();
+
+
+--
+-- Name: webhook_event webhook_event_journal_update; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER webhook_event_journal_update AFTER UPDATE ON mt5credit.webhook_event FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('id', 'event');
 
 
 --
@@ -16411,6 +16447,13 @@ REVOKE ALL ON FUNCTION mt5credit.journal_event_fact(e mt5credit.webhook_event) F
 --
 
 REVOKE ALL ON FUNCTION mt5credit.journal_record() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION journal_record_events(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.journal_record_events() FROM PUBLIC;
 
 
 --
