@@ -43,6 +43,7 @@
 
 #include "mc_audit.h"
 #include "mc_audit_facts.h"
+#include "mc_audit_heads.h"
 #include "mc_merkle.h"
 #include "mc_pgconn.h"
 
@@ -52,30 +53,8 @@
 #define MC_AUDIT_USAGE     2
 #define MC_AUDIT_ERROR     3
 
-#define MC_AUDIT_LINE_MAX  4096
-#define MC_AUDIT_SIG       64
 #define MC_AUDIT_REPORT    20
 
-
-typedef struct {
-    int       period;
-    char      from_xid[24];
-    char      to_xid[24];
-    uint64_t  from;              /* the same, as numbers */
-    uint64_t  to;
-    int64_t   entries;
-    int64_t   last_id;           /* the period's newest entry; 0: none */
-    char      root[2 * MC_MERKLE_HASH + 1];
-    char      prev[2 * MC_MERKLE_HASH + 1];
-    char      system_identifier[32];
-    int       timeline;
-    char      self[2 * MC_MERKLE_HASH + 1];   /* sha256 of the head text */
-} mc_audit_head_t;
-
-typedef struct {
-    mc_audit_head_t  *heads;
-    int               n;
-} mc_audit_heads_t;
 
 /* where each chain has got to, as the journal is read in id order */
 typedef struct {
@@ -144,12 +123,12 @@ typedef struct {
 
 
 static int mc_audit_seal(PGconn *conn, const char *key_path,
-    const char *heads_path);
+    const char *heads_path, int new_timeline);
+static int mc_audit_set_aside(int fd, const char *heads_path,
+    const mc_audit_heads_t *h);
 static int mc_audit_verify(PGconn *conn, const char *conninfo,
     const char *pub_path, const char *heads_path);
 static PGconn *mc_audit_helper(const char *conninfo, const char *snapshot);
-static int mc_audit_read_heads(const char *path, EVP_PKEY *pub,
-    mc_audit_heads_t *h);
 static int mc_audit_chains(PGconn *conn, mc_audit_queue_t *q,
     const mc_audit_heads_t *h, mc_audit_pass_t *p, mc_audit_finding_t *f);
 static int mc_audit_copy_row(mc_audit_chain_t *c, const char *data,
@@ -172,11 +151,9 @@ static int mc_audit_root(PGconn *conn, const char *from, const char *to,
     int64_t *last_id);
 static void mc_audit_found(mc_audit_finding_t *f, int64_t id,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void mc_audit_hex(const uint8_t *b, size_t n, char *out);
 static int64_t mc_audit_int8(const char *p);
 static int64_t mc_audit_now_ms(void);
 static int mc_audit_int4(const char *p);
-static int mc_audit_unhex(const char *s, uint8_t *out, size_t n);
 static PGresult *mc_audit_exec(PGconn *conn, const char *sql, int n,
     const char *const *params);
 
@@ -185,13 +162,18 @@ static void
 mc_audit_usage(FILE *f)
 {
     fprintf(f,
-"usage: mt5credit audit seal --key FILE --heads FILE\n"
+"usage: mt5credit audit seal --key FILE --heads FILE [--new-timeline]\n"
 "       mt5credit audit verify --pubkey FILE --heads FILE\n"
 "\n"
 "  seal     the journal's entries of every transaction finished since the\n"
 "           last seal become a period: its Merkle root, chained to the\n"
 "           previous head, signed with the Ed25519 private key (PEM, on\n"
-"           this host only) and appended to the heads file\n"
+"           this host only) and appended to the heads file, once every\n"
+"           head in it is checked; refused (exit 1) when one does not\n"
+"           fit, or the database is on another timeline than the last\n"
+"           head's: run verify, and when it fits, seal with\n"
+"           --new-timeline.  A torn last line (a seal that did not\n"
+"           finish) is set aside in FILE.torn\n"
 "  verify   every head's signature, every chain, every fact against its\n"
 "           entry, every sealed period against its signed root; names\n"
 "           the first entry that does not fit, and a rewound database\n"
@@ -207,7 +189,7 @@ mc_audit_usage(FILE *f)
 int
 mc_audit_main(int argc, char **argv, const char *conninfo)
 {
-    int          c, rc, seal;
+    int          c, rc, seal, new_timeline;
     const char  *key, *pub, *heads, *action;
     PGconn      *conn;
 
@@ -215,6 +197,7 @@ mc_audit_main(int argc, char **argv, const char *conninfo)
         { "key", required_argument, NULL, 'k' },
         { "pubkey", required_argument, NULL, 'p' },
         { "heads", required_argument, NULL, 'H' },
+        { "new-timeline", no_argument, NULL, 'T' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -240,6 +223,7 @@ mc_audit_main(int argc, char **argv, const char *conninfo)
     key = NULL;
     pub = NULL;
     heads = NULL;
+    new_timeline = 0;
     optind = 2;
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -247,13 +231,15 @@ mc_audit_main(int argc, char **argv, const char *conninfo)
         case 'k': key = optarg; break;
         case 'p': pub = optarg; break;
         case 'H': heads = optarg; break;
+        case 'T': new_timeline = 1; break;
         case 'h': mc_audit_usage(stdout); return 0;
         default: mc_audit_usage(stderr); return MC_AUDIT_USAGE;
         }
     }
 
     if (optind != argc || heads == NULL
-        || (seal ? key == NULL || pub != NULL : pub == NULL || key != NULL))
+        || (seal ? key == NULL || pub != NULL
+                 : pub == NULL || key != NULL || new_timeline))
     {
         fprintf(stderr, "mt5credit audit %s: needs %s and --heads FILE, "
                 "nothing else\n", action, seal ? "--key FILE" : "--pubkey FILE");
@@ -267,7 +253,7 @@ mc_audit_main(int argc, char **argv, const char *conninfo)
         return MC_AUDIT_ERROR;
     }
 
-    rc = seal ? mc_audit_seal(conn, key, heads)
+    rc = seal ? mc_audit_seal(conn, key, heads, new_timeline)
               : mc_audit_verify(conn, conninfo, pub, heads);
 
     PQfinish(conn);
@@ -279,7 +265,8 @@ mc_audit_main(int argc, char **argv, const char *conninfo)
 /* ------------------------------------------------------------- seal */
 
 static int
-mc_audit_seal(PGconn *conn, const char *key_path, const char *heads_path)
+mc_audit_seal(PGconn *conn, const char *key_path, const char *heads_path,
+    int new_timeline)
 {
     int               fd, rc, len;
     char              head[MC_AUDIT_LINE_MAX], line[MC_AUDIT_LINE_MAX];
@@ -325,11 +312,19 @@ mc_audit_seal(PGconn *conn, const char *key_path, const char *heads_path)
     }
 
     rc = MC_AUDIT_ERROR;
-    h.heads = NULL;
-    h.n = 0;
     res = NULL;
 
-    if (mc_audit_read_heads(heads_path, NULL, &h) != 0) {
+    /* what is appended to is checked first: the key verifies its own */
+    switch (mc_audit_heads_read(heads_path, key, 1, &h)) {
+    case 0:
+        break;
+    case 1:
+        printf("audit seal: refused: the heads file does not fit (HEADS "
+               "above), nothing was appended; run mt5credit audit verify "
+               "(docs/runbook.md, \"audit seal refuses\")\n");
+        rc = MC_AUDIT_BROKEN;
+        goto done;
+    default:
         goto done;
     }
 
@@ -353,6 +348,37 @@ mc_audit_seal(PGconn *conn, const char *key_path, const char *heads_path)
     }
 
     params[0] = PQgetvalue(res, 0, 0);
+
+    /*
+     * The database went back in time, or failed over, since the last
+     * seal: what it holds of the sealed periods is for verify to judge,
+     * and a person to decide on, before anything is sealed after them.
+     */
+    if (last != NULL && strtoull(params[0], NULL, 10) < last->to) {
+        printf("audit seal: refused: the database's transactions (xmin %s) "
+               "stop short of period %d's end (xid %s): it went back in "
+               "time; run mt5credit audit verify (docs/runbook.md, "
+               "\"audit seal refuses\")\n", params[0],
+               last->period, last->to_xid);
+        rc = MC_AUDIT_BROKEN;
+        goto done;
+    }
+
+    if (last != NULL && !new_timeline
+        && (strcmp(PQgetvalue(res, 0, 1), last->system_identifier) != 0
+            || atoi(PQgetvalue(res, 0, 2)) != last->timeline))
+    {
+        printf("audit seal: refused: the database is on timeline %s of "
+               "system %s, period %d was sealed on timeline %d of system %s:"
+               " it went back in time or failed over; run mt5credit audit "
+               "verify, and when it fits seal with --new-timeline "
+               "(docs/runbook.md, \"audit seal refuses\")\n",
+               PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 1), last->period,
+               last->timeline, last->system_identifier);
+        rc = MC_AUDIT_BROKEN;
+        goto done;
+    }
+
     if (strtoull(params[0], NULL, 10) <= strtoull(from, NULL, 10)) {
         printf("audit seal: nothing finished since period %d\n",
                last != NULL ? last->period : 0);
@@ -408,6 +434,10 @@ mc_audit_seal(PGconn *conn, const char *key_path, const char *heads_path)
     mc_audit_hex(sig, siglen, sig_hex);
     len = snprintf(line, sizeof(line), "%s %s\n", sig_hex, head);
 
+    if (mc_audit_set_aside(fd, heads_path, &h) != 0) {
+        goto done;
+    }
+
     if (len < 0 || (size_t) len >= sizeof(line)
         || write(fd, line, (size_t) len) != len || fsync(fd) != 0)
     {
@@ -424,11 +454,94 @@ mc_audit_seal(PGconn *conn, const char *key_path, const char *heads_path)
 done:
 
     PQclear(res);
-    free(h.heads);
+    mc_audit_heads_free(&h);
     close(fd);
     EVP_PKEY_free(key);
 
     return rc;
+}
+
+
+/*
+ * What follows the heads file's last newline, before a head is appended.
+ * A seal writes its line in one write, newline last, and fsyncs it before
+ * it says "sealed", so those bytes are a seal that did not finish (a
+ * crash, a full disk): its period is sealed again now.  They are kept in
+ * FILE.torn, fsynced, before the heads file is cut back to its last
+ * whole line.  A whole signed head that lost only its newline is ended
+ * instead: it was sealed.
+ */
+static int
+mc_audit_set_aside(int fd, const char *heads_path, const mc_audit_heads_t *h)
+{
+    int      tfd;
+    char     path[4096];
+    char    *data;
+    FILE    *fp;
+    size_t   got;
+
+    if (h->torn == 0) {
+        return 0;
+    }
+
+    if (h->unended) {
+        if (write(fd, "\n", 1) != 1 || fsync(fd) != 0) {
+            fprintf(stderr, "mt5credit audit seal: --heads %s: %s\n",
+                    heads_path, strerror(errno));
+            return -1;
+        }
+        printf("audit seal: --heads %s: period %d's line had lost its "
+               "newline: ended it\n", heads_path, h->heads[h->n - 1].period);
+        return 0;
+    }
+
+    if ((size_t) snprintf(path, sizeof(path), "%s.torn", heads_path)
+        >= sizeof(path))
+    {
+        return -1;
+    }
+
+    data = malloc(h->torn + 1);
+    fp = fopen(heads_path, "r");
+    got = 0;
+    if (data != NULL && fp != NULL && fseek(fp, (long) h->complete, SEEK_SET)
+        == 0)
+    {
+        got = fread(data, 1, h->torn, fp);
+    }
+    if (fp != NULL) {
+        fclose(fp);
+    }
+    if (data == NULL || got != h->torn) {
+        fprintf(stderr, "mt5credit audit seal: --heads %s: cannot read its "
+                "torn last line\n", heads_path);
+        free(data);
+        return -1;
+    }
+    data[got++] = '\n';
+
+    tfd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (tfd < 0 || write(tfd, data, got) != (ssize_t) got || fsync(tfd) != 0
+        || ftruncate(fd, (off_t) h->complete) != 0 || fsync(fd) != 0)
+    {
+        fprintf(stderr, "mt5credit audit seal: --heads %s: setting its torn "
+                "last line aside in %s: %s\n", heads_path, path,
+                strerror(errno));
+        if (tfd >= 0) {
+            close(tfd);
+        }
+        free(data);
+        return -1;
+    }
+    close(tfd);
+    free(data);
+
+    printf("audit seal: --heads %s: its last %zu bytes were a torn line (no "
+           "newline, not a whole signed head: a seal that did not finish); "
+           "set aside in %s, and its period sealed again\n", heads_path,
+           h->torn, path);
+
+    return 0;
 }
 
 
@@ -476,16 +589,21 @@ mc_audit_verify(PGconn *conn, const char *conninfo, const char *pub_path,
     memset(&p, 0, sizeof(p));
     memset(&q, 0, sizeof(q));
     memset(&q2, 0, sizeof(q2));
-    h.heads = NULL;
-    h.n = 0;
     helper = NULL;
     now = NULL;
 
-    rc = mc_audit_read_heads(heads_path, pub, &h);
+    rc = mc_audit_heads_read(heads_path, pub, 0, &h);
     EVP_PKEY_free(pub);
     if (rc != 0) {
-        free(h.heads);
+        mc_audit_heads_free(&h);
         return rc < 0 ? MC_AUDIT_ERROR : MC_AUDIT_BROKEN;
+    }
+
+    /* a seal that did not finish is not a head; the next seal sets it aside */
+    if (h.torn > 0 && !h.unended) {
+        printf("HEADS: %s: its last %zu bytes are a torn line (no newline, "
+               "not a whole signed head): a seal that did not finish; left "
+               "out (the next seal sets it aside)\n", heads_path, h.torn);
     }
 
     rc = MC_AUDIT_ERROR;
@@ -607,7 +725,7 @@ done:
         free(p.sums[i].m);
     }
     free(p.sums);
-    free(h.heads);
+    mc_audit_heads_free(&h);
 
     return rc;
 }
@@ -657,155 +775,6 @@ mc_audit_helper(const char *conninfo, const char *snapshot)
     }
 
     return conn;
-}
-
-
-/*
- * The heads file, each line's signature checked when pub is given, and
- * their chain: 0 read, 1 a head does not fit (printed), -1 unreadable.
- * A file that does not exist yet holds no heads.
- */
-static int
-mc_audit_read_heads(const char *path, EVP_PKEY *pub, mc_audit_heads_t *h)
-{
-    int               lineno, ok;
-    char              line[MC_AUDIT_LINE_MAX], *text, *nl;
-    size_t            cap;
-    uint8_t           sig[MC_AUDIT_SIG], self[SHA256_DIGEST_LENGTH];
-    FILE             *fp;
-    json_t           *j;
-    json_int_t        period, entries, last_id, timeline;
-    const char       *from_s, *to_s, *root_s, *prev_s, *sysid_s;
-    EVP_MD_CTX       *ctx;
-    json_error_t      err;
-    mc_audit_head_t  *hd, *prev;
-
-    fp = fopen(path, "r");
-    if (fp == NULL) {
-        if (errno == ENOENT && pub == NULL) {
-            return 0;           /* the first seal makes it */
-        }
-        if (errno == ENOENT) {
-            /* no file is not "nothing sealed": the wrong path, or a loss */
-            fprintf(stderr, "mt5credit audit: --heads %s: no such file; "
-                    "verify needs the sealer's heads (an empty file when "
-                    "nothing was sealed yet)\n", path);
-            return -1;
-        }
-        fprintf(stderr, "mt5credit audit: --heads %s: %s\n", path,
-                strerror(errno));
-        return -1;
-    }
-
-    cap = 0;
-    lineno = 0;
-
-    while (fgets(line, sizeof(line), fp) != NULL) {
-        lineno++;
-        nl = strchr(line, '\n');
-        text = strchr(line, ' ');
-
-        if (nl == NULL || text == NULL || text - line != 2 * MC_AUDIT_SIG
-            || mc_audit_unhex(line, sig, MC_AUDIT_SIG) != 0)
-        {
-            printf("HEADS: %s line %d: not \"<signature> <head>\"\n", path,
-                   lineno);
-            fclose(fp);
-            return 1;
-        }
-        *nl = '\0';
-        text++;
-
-        if (pub != NULL) {
-            ctx = EVP_MD_CTX_new();
-            ok = ctx != NULL
-                 && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, pub) == 1
-                 && EVP_DigestVerify(ctx, sig, MC_AUDIT_SIG,
-                                     (const uint8_t *) text, strlen(text))
-                    == 1;
-            EVP_MD_CTX_free(ctx);
-            if (!ok) {
-                printf("HEADS: %s line %d: the signature does not fit the "
-                       "head: written or changed without the key\n", path,
-                       lineno);
-                fclose(fp);
-                return 1;
-            }
-        }
-
-        if ((size_t) h->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            hd = realloc(h->heads, cap * sizeof(mc_audit_head_t));
-            if (hd == NULL) {
-                fclose(fp);
-                return -1;
-            }
-            h->heads = hd;
-        }
-
-        hd = &h->heads[h->n];
-        memset(hd, 0, sizeof(mc_audit_head_t));
-        SHA256((const uint8_t *) text, strlen(text), self);
-        mc_audit_hex(self, sizeof(self), hd->self);
-
-        j = json_loads(text, 0, &err);
-        if (j == NULL
-            || json_unpack(j, "{s:I,s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:I}",
-                           "period", &period, "from_xid", &from_s,
-                           "to_xid", &to_s, "entries", &entries,
-                           "last_id", &last_id,
-                           "root", &root_s, "prev", &prev_s,
-                           "system_identifier", &sysid_s,
-                           "timeline", &timeline) != 0
-            || strlen(from_s) >= sizeof(hd->from_xid)
-            || strlen(to_s) >= sizeof(hd->to_xid)
-            || from_s[0] == '\0' || to_s[0] == '\0'
-            || strspn(from_s, "0123456789") != strlen(from_s)
-            || strspn(to_s, "0123456789") != strlen(to_s)
-            || strlen(root_s) != 2 * MC_MERKLE_HASH
-            || strlen(prev_s) != 2 * MC_MERKLE_HASH
-            || strlen(sysid_s) >= sizeof(hd->system_identifier))
-        {
-            json_decref(j);
-            printf("HEADS: %s line %d: not a head\n", path, lineno);
-            fclose(fp);
-            return 1;
-        }
-
-        hd->period = (int) period;
-        hd->entries = (int64_t) entries;
-        hd->last_id = (int64_t) last_id;
-        hd->timeline = (int) timeline;
-        strcpy(hd->from_xid, from_s);
-        strcpy(hd->to_xid, to_s);
-        hd->from = strtoull(from_s, NULL, 10);
-        hd->to = strtoull(to_s, NULL, 10);
-        strcpy(hd->root, root_s);
-        strcpy(hd->prev, prev_s);
-        strcpy(hd->system_identifier, sysid_s);
-        json_decref(j);
-
-        prev = h->n > 0 ? &h->heads[h->n - 1] : NULL;
-
-        if (hd->period != (prev != NULL ? prev->period : 0) + 1
-            || strcmp(hd->from_xid, prev != NULL ? prev->to_xid : "0") != 0
-            || strcmp(hd->prev, prev != NULL ? prev->self
-                      : "0000000000000000000000000000000000000000000000000000"
-                        "000000000000") != 0)
-        {
-            printf("HEADS: %s line %d: period %d does not follow the head "
-                   "before it: a head was removed or put out of order\n",
-                   path, lineno, hd->period);
-            fclose(fp);
-            return 1;
-        }
-
-        h->n++;
-    }
-
-    fclose(fp);
-
-    return 0;
 }
 
 
@@ -1458,38 +1427,6 @@ mc_audit_exec(PGconn *conn, const char *sql, int n, const char *const *params)
     }
 
     return res;
-}
-
-
-static void
-mc_audit_hex(const uint8_t *b, size_t n, char *out)
-{
-    size_t  i;
-
-    for (i = 0; i < n; i++) {
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-    }
-    out[2 * n] = '\0';
-}
-
-
-static int
-mc_audit_unhex(const char *s, uint8_t *out, size_t n)
-{
-    size_t        i;
-    unsigned int  v;
-
-    for (i = 0; i < n; i++) {
-        if (sscanf(s + 2 * i, "%2x", &v) != 1
-            || !strchr("0123456789abcdef", s[2 * i])
-            || !strchr("0123456789abcdef", s[2 * i + 1]))
-        {
-            return -1;
-        }
-        out[i] = (uint8_t) v;
-    }
-
-    return 0;
 }
 
 

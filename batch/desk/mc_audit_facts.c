@@ -53,17 +53,27 @@
     "WHERE j.id IS NULL OR s.id IS NULL OR j.fact IS DISTINCT FROM s.fact "  \
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
 
-/* a history's rows, each with its one entry (MC_AUDIT_TWICE: not two) */
-#define MC_AUDIT_HISTORY(table, kind)                                        \
+/*
+ * A history's rows, each with its one entry (MC_AUDIT_TWICE: not two).
+ * In two halves, the rows of even ids and of odd, so that the two
+ * connections share a large history: a row and its entry are always in
+ * one half, and an entry with no id in the even one.
+ */
+#define MC_AUDIT_HISTORY(table, kind, half)                                  \
     MC_AUDIT_FACTS_HEAD(table)                                               \
     "FROM (SELECT id, chain, (entry->>'id')::bigint AS row_id, "             \
     "             jsonb_populate_record(NULL::mt5credit." table              \
     "                                   , entry) AS fact "                   \
-    "      FROM mt5credit.journal WHERE chain LIKE '" kind ":%') j "         \
-    "FULL JOIN (SELECT x.id, x AS fact FROM mt5credit." table " x) s "       \
+    "      FROM mt5credit.journal WHERE chain LIKE '" kind ":%' "            \
+    "      AND coalesce((entry->>'id')::bigint & 1, 0) = " half ") j "       \
+    "FULL JOIN (SELECT x.id, x AS fact FROM mt5credit." table " x "          \
+    "           WHERE x.id & 1 = " half ") s "                               \
     "ON s.id = j.row_id "                                                    \
     "WHERE j.id IS NULL OR s.id IS NULL OR j.fact IS DISTINCT FROM s.fact "  \
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
+
+#define MC_AUDIT_HISTORIES_OF(table, kind)                                   \
+    MC_AUDIT_HISTORY(table, kind, "0"), MC_AUDIT_HISTORY(table, kind, "1")
 
 /* a webhook's: all but its body, read back through the row type too */
 #define MC_AUDIT_EVENT_FACTS                                                 \
@@ -105,11 +115,11 @@
     "(SELECT count(*) FROM mt5credit.case_action)"
 
 const char  *const mc_audit_fact_sql[] = {
-    MC_AUDIT_HISTORY("case_action", "case"),
-    MC_AUDIT_HISTORY("credit_history", "credit"),
-    MC_AUDIT_HISTORY("deposit_history", "deposit"),
-    MC_AUDIT_HISTORY("payout_history", "payout"),
-    MC_AUDIT_HISTORY("withdrawal_refund_history", "refund"),
+    MC_AUDIT_HISTORIES_OF("credit_history", "credit"),
+    MC_AUDIT_HISTORIES_OF("deposit_history", "deposit"),
+    MC_AUDIT_HISTORIES_OF("payout_history", "payout"),
+    MC_AUDIT_HISTORIES_OF("withdrawal_refund_history", "refund"),
+    MC_AUDIT_HISTORIES_OF("case_action", "case"),
     MC_AUDIT_FACTS("withdrawal", "withdrawal"),
     MC_AUDIT_FACTS("money_proposal", "proposal"),
     MC_AUDIT_FACTS("risk_rule_change", "rule_change"),
