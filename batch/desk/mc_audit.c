@@ -8,7 +8,11 @@
  *           later) become a period: its RFC 6962 Merkle root, chained
  *           to the previous head, signed with an Ed25519 key that lives
  *           here and not on the database host, appended to the heads
- *           file (one "<signature hex> <head json>" a line)
+ *           file (one "<signature hex> <head json>" a line).  It first
+ *           checks every head already there, and refuses to seal after
+ *           one that does not fit, or on a database that is on another
+ *           timeline than the last head's or behind its end: a person
+ *           runs verify first.  A torn last line is set aside.
  *   verify  with the public key and the heads file: every head's
  *           signature and chain; every journal chain recomputed; every
  *           chained fact against its entry (a fact with no entry, an
@@ -16,6 +20,8 @@
  *           period's root.  It names the first entry that does not fit,
  *           and tells a rewound database (a signed period it no longer
  *           holds, on another timeline or behind the seal) from an edit.
+ *           The journal is read once, for chains and roots, while a
+ *           second connection in the same snapshot compares the facts.
  *
  * The statements are fixed; verify reads in one REPEATABLE READ snapshot.
  */
