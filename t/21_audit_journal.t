@@ -356,6 +356,97 @@ unlike($out, qr/REWIND/, '... as an edit, not a rewind');
          'a head removed: the next one does not follow');
 }
 
+# --- what a seal appends to ---------------------------------------------------
+
+sub seal_to { audit(undef, 'seal', '--key', "$dir/witness/audit.key",
+                    '--heads', @_) }
+sub slurp { open my $fh, '<', $_[0] or return ''; local $/; <$fh> }
+sub spew { open my $fh, '>', $_[0] or die; print $fh @_[1 .. $#_]; close $fh }
+
+# a head signed here, as a sealer on another timeline or ahead would have
+sub signed_head {
+    my (%f) = @_;
+    my $text = '{"period":1,"from_xid":"0","to_xid":"' . $f{to_xid}
+        . '","entries":1,"last_id":1,"root":"' . ('0' x 64) . '","prev":"'
+        . ('0' x 64) . '","system_identifier":"' . $f{system_identifier}
+        . '","timeline":' . $f{timeline}
+        . ',"sealed_at":"2026-01-01T00:00:00Z"}';
+    spew("$dir/witness/head.txt", $text);
+    system('openssl', 'pkeyutl', '-sign', '-rawin', '-inkey',
+           "$dir/witness/audit.key", '-in', "$dir/witness/head.txt", '-out',
+           "$dir/witness/head.sig") == 0 or die 'openssl pkeyutl';
+    return unpack('H*', slurp("$dir/witness/head.sig")) . " $text\n";
+}
+
+{
+    my @h = do { open my $fh, '<', $heads or die; <$fh> };
+    my $whole = join '', @h;
+    $st->pay(login => 73002, amount => 4321);
+    work();
+
+    my $before = slurp("$dir/witness/forged");
+    ($rc, $out) = seal_to("$dir/witness/forged");
+    is($rc, 1, 'a seal onto a head changed without the key: refused');
+    like($out, qr/line 1: the signature does not fit.*\n.*refused: the heads file does not fit/s,
+         '... saying which line and that nothing was appended');
+    is(slurp("$dir/witness/forged"), $before, '... and nothing was');
+    ($rc, $out) = seal_to("$dir/witness/dropped");
+    is($rc, 1, 'a seal onto heads with one removed: refused');
+    like($out, qr/period 2 does not follow/, '... naming the head out of order');
+
+    # a seal that crashed mid-write left part of its line
+    my $torn = substr($h[-1], 0, 100);
+    spew("$dir/witness/torn", $whole, $torn);
+    ($rc, $out) = verify(undef, "$dir/witness/torn");
+    is($rc, 0, 'verify with a torn last line: the whole heads fit') or diag $out;
+    like($out, qr/torn line .*left out/, '... and it says the line is torn');
+    ($rc, $out) = seal_to("$dir/witness/torn");
+    is($rc, 0, 'a torn last line does not block the next seal') or diag $out;
+    like($out, qr/torn line .*set aside in \S+torn\.torn/,
+         '... which says it set the torn bytes aside');
+    is(slurp("$dir/witness/torn.torn"), "$torn\n", '... keeping them');
+    my @after = do { open my $fh, '<', "$dir/witness/torn" or die; <$fh> };
+    is(scalar(@after), @h + 1, '... and sealed after the last whole head');
+    like($after[-1], qr/"period":${\(@h + 1)},/, '... as the next period');
+    ($rc, $out) = verify(undef, "$dir/witness/torn");
+    is($rc, 0, '... which verify takes') or diag $out;
+
+    # a whole head that lost only its newline was sealed: it is kept
+    (my $unended = $whole) =~ s/\n\z//;
+    spew("$dir/witness/unended", $unended);
+    ($rc, $out) = seal_to("$dir/witness/unended");
+    is($rc, 0, 'a last head without its newline: sealed after it') or diag $out;
+    like($out, qr/lost its newline: ended it/, '... ending it, not dropping it');
+    @after = do { open my $fh, '<', "$dir/witness/unended" or die; <$fh> };
+    is(scalar(@after), @h + 1, '... every head kept');
+
+    # the database is not on the timeline of the last head
+    my $sysid = $sb->sql1("SELECT system_identifier "
+                          . "FROM mt5credit.database_timeline_now()");
+    my $tl = $sb->sql1("SELECT timeline "
+                       . "FROM mt5credit.database_timeline_now()");
+    my $xmin = $sb->sql1("SELECT pg_snapshot_xmin(pg_current_snapshot())");
+    spew("$dir/witness/other_tl", signed_head(to_xid => 3,
+         system_identifier => $sysid, timeline => $tl + 1));
+    ($rc, $out) = seal_to("$dir/witness/other_tl");
+    is($rc, 1, 'a seal after a failover (another timeline): refused')
+        or diag $out;
+    like($out, qr/refused: the database is on timeline $tl .*sealed on timeline ${\($tl + 1)}.*verify/,
+         '... saying to verify first');
+    ($rc, $out) = seal_to("$dir/witness/other_tl", '--new-timeline');
+    is($rc, 0, '... and sealed with --new-timeline, once verify fits')
+        or diag $out;
+    like($out, qr/^audit seal: period 2: /m, '... as the next period');
+
+    spew("$dir/witness/ahead", signed_head(to_xid => $xmin + 1000000,
+         system_identifier => $sysid, timeline => $tl));
+    ($rc, $out) = seal_to("$dir/witness/ahead", '--new-timeline');
+    is($rc, 1, 'a seal on a database behind its last head: refused, even '
+       . 'with --new-timeline') or diag $out;
+    like($out, qr/stop short of period 1's end.*went back in time/,
+         '... as a database that went back in time');
+}
+
 # --- a rewind: a backup from before the last seal ------------------------------
 
 $sb->psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
