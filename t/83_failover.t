@@ -28,6 +28,9 @@
 #     from an asynchronous promotion, so it is handled as one (073), with
 #     one database_timeline_changed case
 #   - the edge or a worker not finding the promoted standby
+#   - the money journal's period sealed before the failover not fitting on
+#     the promoted standby, or a seal going on on the new timeline before
+#     a person has verified (both modes)
 # Asynchronous, impossible:
 #   - a payment with two deals, whichever host made the deal and
 #     whichever claims the new primary lost
@@ -129,6 +132,23 @@ sub drill {
     }
     $sb->psql($sessions, user => 'portal');
 
+    # the journal's witness (sql/081): a key and heads off the database
+    my $wit = $sb->dir . '/witness';
+    mkdir $wit;
+    system('openssl', 'genpkey', '-algorithm', 'ed25519', '-out',
+           "$wit/audit.key") == 0 or die 'openssl genpkey';
+    system('openssl', 'pkey', '-in', "$wit/audit.key", '-pubout', '-out',
+           "$wit/audit.pub") == 0 or die 'openssl pkey';
+    $sb->psql('CREATE ROLE auditor LOGIN IN ROLE mt5credit_audit');
+    my $audit = sub {
+        my ($action, @more) = @_;
+        return Mt5Credit::Worker::run($sb, 'audit', $action,
+            ($action eq 'seal' ? ('--key', "$wit/audit.key")
+                               : ('--pubkey', "$wit/audit.pub")),
+            '--heads', "$wit/heads", '--database', $multi->('auditor'),
+            @more);
+    };
+
     # the standby, streaming through the relay
     my $flag = $sb->dir . '/relay.blackhole';
     $sb->spawn('relay', 'perl', "$Mt5Credit::Sandbox::ROOT/t/blackhole-proxy.pl",
@@ -188,6 +208,10 @@ sub drill {
     # mid-load: the WAL stops reaching the standby, then the primary dies
     Mt5Credit::Worker::wait_for(sub { answers($results) >= $CUT }, 60)
         or die "the load did not start";
+    # the money journal sealed just before, the period on the standby too
+    my ($arc, $aout) = $audit->('seal');
+    is($arc, 0, "$mode: the journal sealed mid-load") or diag $aout;
+    $sb->standby_caught_up('standby1');
     open my $fh, '>', $flag or die;
     close $fh;
     sleep $WINDOW{$mode};
@@ -402,6 +426,21 @@ sub drill {
            "$mode: host \U$_\E's worker retried the database a round a "
            . 'second while there was no primary, not once per queued '
            . 'wake-up') for qw(a b);
+
+    # the journal on the promoted standby: its period signed before the
+    # failover still fits; a seal waits for a person to say so
+    my ($arc2, $aout2) = $audit->('seal');
+    is($arc2, 1, "$mode: after the failover, audit seal refuses to go on "
+       . 'on the new timeline by itself') or diag $aout2;
+    like($aout2, qr/timeline/, '... saying why');
+    ($arc2, $aout2) = $audit->('verify');
+    is($arc2, 0, "$mode: audit verify on the promoted standby: every chain, "
+       . 'fact and the period sealed before the failover fit') or diag $aout2;
+    ($arc2, $aout2) = $audit->('seal', '--new-timeline');
+    is($arc2, 0, "$mode: sealed on the new timeline once a person has "
+       . 'verified') or diag $aout2;
+    ($arc2, $aout2) = $audit->('verify');
+    is($arc2, 0, "$mode: ... and both periods verify") or diag $aout2;
 
     is_deeply([ $sb->log_problems ], [], "$mode: nginx logged no alert or "
               . 'crash');
