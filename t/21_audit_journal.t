@@ -31,14 +31,8 @@ my $conf = $st->worker_config('w1');
 my $dir = $sb->dir;
 
 # the key lives with the sealer, the heads where the database cannot write
-mkdir "$dir/witness";
-system('openssl', 'genpkey', '-algorithm', 'ed25519', '-out',
-       "$dir/witness/audit.key") == 0 or die 'openssl genpkey';
-system('openssl', 'pkey', '-in', "$dir/witness/audit.key", '-pubout',
-       '-out', "$dir/witness/audit.pub") == 0 or die 'openssl pkey';
+$sb->audit_witness('auditor');
 my $heads = "$dir/witness/heads";
-
-$sb->psql('CREATE ROLE auditor LOGIN IN ROLE mt5credit_audit');
 
 sub audit {
     my ($db, @args) = @_;

@@ -133,13 +133,7 @@ sub drill {
     $sb->psql($sessions, user => 'portal');
 
     # the journal's witness (sql/081): a key and heads off the database
-    my $wit = $sb->dir . '/witness';
-    mkdir $wit;
-    system('openssl', 'genpkey', '-algorithm', 'ed25519', '-out',
-           "$wit/audit.key") == 0 or die 'openssl genpkey';
-    system('openssl', 'pkey', '-in', "$wit/audit.key", '-pubout', '-out',
-           "$wit/audit.pub") == 0 or die 'openssl pkey';
-    $sb->psql('CREATE ROLE auditor LOGIN IN ROLE mt5credit_audit');
+    my $wit = $sb->audit_witness('auditor');
     my $audit = sub {
         my ($action, @more) = @_;
         return Mt5Credit::Worker::run($sb, 'audit', $action,

@@ -978,13 +978,7 @@ if ($n_wd) {
 
 # rolled back and failed over, the journal went back with the facts it
 # chains: sealed now, every chain, every fact and the period must fit
-my $jdir = $sb->dir . '/witness';
-mkdir $jdir;
-system('openssl', 'genpkey', '-algorithm', 'ed25519', '-out',
-       "$jdir/audit.key") == 0 or die 'openssl genpkey';
-system('openssl', 'pkey', '-in', "$jdir/audit.key", '-pubout', '-out',
-       "$jdir/audit.pub") == 0 or die 'openssl pkey';
-$sb->psql('CREATE ROLE soak_auditor LOGIN IN ROLE mt5credit_audit');
+my $jdir = $sb->audit_witness('soak_auditor');
 my $aconn = 'host=127.0.0.1 port=' . $sb->pg_port
             . ' dbname=mt5credit user=soak_auditor';
 my ($arc, $aout) = Mt5Credit::Worker::run($sb, 'audit', 'seal', '--key',

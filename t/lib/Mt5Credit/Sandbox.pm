@@ -441,6 +441,21 @@ sub nginx_temp_paths {
         [ 'fastcgi', 'fastcgi' ], [ 'uwsgi', 'uwsgi' ], [ 'scgi', 'scgi' ];
 }
 
+# The money journal's witness (mt5credit audit, sql/081): an Ed25519 key
+# pair in <dir>/witness, kept apart from the database's files, and a
+# login for the auditor's role.  Returns the witness directory.
+sub audit_witness {
+    my ($self, $login) = @_;
+    my $w = "$self->{dir}/witness";
+    make_path($w);
+    system('openssl', 'genpkey', '-algorithm', 'ed25519', '-out',
+           "$w/audit.key") == 0 or croak 'openssl genpkey';
+    system('openssl', 'pkey', '-in', "$w/audit.key", '-pubout', '-out',
+           "$w/audit.pub") == 0 or croak 'openssl pkey';
+    $self->psql("CREATE ROLE $login LOGIN IN ROLE mt5credit_audit");
+    return $w;
+}
+
 # Whole or not at all: a process may be reading the file (a worker
 # started a moment ago reads the password file the next worker's config
 # writes again), so the content goes to a temporary file, renamed over
