@@ -87,6 +87,13 @@ my $rc_id = $sb->sql1("SELECT mt5credit.risk_rule_propose('credit_amount', "
                       user => 'ops_alice');
 $sb->psql("SELECT mt5credit.risk_rule_decide($rc_id, 'approve', 'ok')",
           user => 'ops_bob');
+# held as it is born: two history rows in its INSERT statement, the
+# first entry 1 of its chain without a lookup (088), the second after it
+my $held = $st->pay(login => 73002, amount => 9500000);
+is($st->status_of($held) . ' ' . $sb->sql1("SELECT string_agg(seq || ':' "
+       . "|| (entry->>'to_status'), ',' ORDER BY seq) FROM mt5credit.journal "
+       . "WHERE chain = 'credit:$held'"), 'held 1:pending,2:held',
+   'a credit held as it is born: its chain, born then held');
 
 my %rows;
 for my $t (qw(credit_history deposit_history payout_history

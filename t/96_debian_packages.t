@@ -181,7 +181,7 @@ ok(!grep({ m{^/var/} } keys %$bc),
          '... then gives the configuration to its group (statoverride)');
     ok(index($postinst, 'systemd-sysusers') < index($postinst,
        'dpkg-statoverride --update'), '... in that order');
-    like($postinst, qr/_dh_action=restart.*deb-systemd-invoke \$_dh_action 'mt5credit-payout\.service' .*'mt5credit-worker\.service'/s,
+    like($postinst, qr/_dh_action=restart.*deb-systemd-invoke \$_dh_action [^\n]*'mt5credit-payout\.service' .*'mt5credit-worker\.service'/s,
          'an upgrade restarts the units on the new binary (deb-systemd-invoke '
          . 'acts on enabled ones only: a fresh install starts none)');
     ok(!-e "$ctl/preinst" || `cat $ctl/preinst` !~ /deb-systemd-invoke stop/,
