@@ -186,10 +186,18 @@ LANGUAGE plpgsql STABLE
 SET search_path = mt5credit, pg_temp
 AS $$
 DECLARE
-    p       payload_risk;
-    v_sig   text;
-    v_out   risk_fact;
+    p        payload_risk;
+    v_rules  text[];
+    v_sig    text;
+    v_out    risk_fact;
 BEGIN
+    -- the rules that read these facts, in one look
+    SELECT array_agg(r.rule) INTO v_rules FROM risk_rule r
+    WHERE r.rule IN ('payer_name', 'first_instrument', 'provider_signal');
+    IF v_rules IS NULL THEN
+        RETURN NULL;
+    END IF;
+
     SELECT * INTO p FROM payload_risk k
     WHERE k.payload = coalesce((SELECT x.payload FROM provider_payload x
                                 WHERE x.provider = p_provider), 'generic')
@@ -198,17 +206,15 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    IF EXISTS (SELECT 1 FROM risk_rule r WHERE r.rule = 'payer_name') THEN
+    IF 'payer_name' = ANY (v_rules) THEN
         v_out.payer_name := risk_value(payload_value(p_body, p.payer_name),
                                        200);
     END IF;
-    IF EXISTS (SELECT 1 FROM risk_rule r WHERE r.rule = 'first_instrument')
-    THEN
+    IF 'first_instrument' = ANY (v_rules) THEN
         v_out.instrument := risk_value(payload_value(p_body, p.instrument),
                                        128);
     END IF;
-    IF EXISTS (SELECT 1 FROM risk_rule r WHERE r.rule = 'provider_signal')
-    THEN
+    IF 'provider_signal' = ANY (v_rules) THEN
         v_sig := risk_value(payload_value(p_body, p.signal), 64);
         IF v_sig = ANY (p.signal_when) THEN
             v_out.provider_signal := v_sig;
@@ -695,7 +701,7 @@ BEGIN
 
         IF f.action = 'paid' THEN
             -- what it signed of its payer, for the rules in force (082)
-            IF v_risk IS NULL AND risk_facts_wanted() THEN
+            IF v_risk IS NULL THEN
                 v_risk := risk_facts(p_provider, p_type, p_body);
             END IF;
             s := ingest_paid(p_provider, f, p_event, p_credit, v_risk);
