@@ -5,7 +5,8 @@
 #
 #   1. ingest_batch() of a day of BENCH_JOURNAL_DEPOSITS deposits, the
 #      same batches sent alternately to a copy of one database with the
-#      journal's triggers and one without, BENCH_JOURNAL_ROUNDS rounds:
+#      journal and one without (its triggers off, the history writers as
+#      before 089), BENCH_JOURNAL_ROUNDS rounds:
 #      each round, the median and the spread, on the database's clock
 #      and on its backend's CPU time; then the journal's share of
 #      ingest_batch()'s time (pg_stat_user_functions).  Goal: 10 % or
@@ -26,7 +27,7 @@ use Time::HiRes qw(time);
 
 use lib 't/lib';
 use Mt5Credit::Sandbox;
-use Mt5Credit::Bench qw(ingest_one_batch);
+use Mt5Credit::Bench qw(ingest_one_batch psql_session);
 use Mt5Credit::Worker;
 
 $| = 1;
@@ -35,11 +36,32 @@ my $N = $ENV{BENCH_JOURNAL_DEPOSITS} // 3000;    # 0: this part skipped
 my $ENTRIES = $ENV{BENCH_JOURNAL_ENTRIES} || 1_000_000;
 my $ROUNDS = $ENV{BENCH_JOURNAL_ROUNDS} || 3;
 my $BATCH = 50;
+# kept: each side's batches on one connection, as the edge's pool keeps
+# its connections; new: a new connection (and backend) each batch, which
+# adds each backend's first planning of the journal's statements
+my $CONNECTION = $ENV{BENCH_JOURNAL_CONNECTION} || 'kept';
+die "BENCH_JOURNAL_CONNECTION: kept or new, not $CONNECTION\n"
+    unless $CONNECTION =~ /^(kept|new)$/;
 my $SIGNED_AT = int(time);
 
-my @TRIGGERS = qw(credit_history deposit_history payout_history
-                  withdrawal_refund_history case_action withdrawal
-                  money_proposal risk_rule_change webhook_event);
+# The database without the journal: the chained tables' journal triggers
+# off, and the two functions that write a credit's and a deposit's history
+# as they were before they entered it (062's, sql/089)
+sub without_journal {
+    my ($sb) = @_;
+    my $sql = join '', map { "ALTER TABLE $_->[0] DISABLE TRIGGER $_->[1];\n" }
+        @{ $sb->psql("SELECT tgrelid::regclass, tgname FROM pg_trigger "
+                     . "WHERE tgname LIKE '%\\_journal%' ORDER BY 1, 2") };
+    open my $fh, '<', 'sql/062_ingest_batch.sql' or die "062: $!";
+    my $src = do { local $/; <$fh> };
+    my @fn = $src =~ /^(CREATE OR REPLACE FUNCTION mt5credit\.
+                        (?:credit|deposit)_guard_and_log\(\).*?^\$\$;)/msgx;
+    die "journal bench: 062 has " . @fn . " guard functions, not 2\n"
+        unless @fn == 2;
+    return "$sql\nSET ROLE mt5credit_owner;\n" . join("\n", @fn)
+           . "\nRESET ROLE;\n";
+}
+my $WITHOUT;
 
 # --- 1. what it costs ingest ---------------------------------------------------
 #
@@ -61,6 +83,7 @@ sub median {
 sub ingest_cost {
     my $sb = Mt5Credit::Sandbox->new;
     $sb->start_postgres;
+    $WITHOUT = without_journal($sb);
     $sb->psql('GRANT pg_read_server_files TO edge; '
               . 'GRANT EXECUTE ON FUNCTION pg_read_file(text) TO edge');
     $sb->psql("SELECT mt5credit.register_account('c' || g, 'live1', "
@@ -81,9 +104,7 @@ sub ingest_cost {
         $sb->psql("CREATE DATABASE $name TEMPLATE mt5credit "
                   . "STRATEGY FILE_COPY");
         $sb->psql($setting, db => $name) if $setting;
-        $sb->psql(join('', map { "ALTER TABLE mt5credit.$_ DISABLE "
-                                 . "TRIGGER ${_}_journal;\n" } @TRIGGERS),
-                  db => $name) unless $journal;
+        $sb->psql($WITHOUT, db => $name) unless $journal;
     };
     my $check = sub {
         my ($name, $entries) = @_;
@@ -104,16 +125,22 @@ sub ingest_cost {
         $copy->('bench_without', 0);
         $copy->('bench_with', 1);
         my %t = map { $_ => [0, 0] } qw(bench_without bench_with);
+        my %session = $CONNECTION eq 'kept'
+            ? map { $_ => psql_session($sb, db => $_) }
+                  qw(bench_without bench_with)
+            : ();
         for my $k (0 .. $#chunks) {
             my @order = ($k + $round) % 2 ? qw(bench_with bench_without)
                                           : qw(bench_without bench_with);
             for my $db (@order) {
                 my ($w, $c) = ingest_one_batch($sb, $SIGNED_AT, $chunks[$k],
-                                               db => $db, cpu => 1);
+                                               db => $db, cpu => 1,
+                                               session => $session{$db});
                 $t{$db}[0] += $w;
                 $t{$db}[1] += $c;
             }
         }
+        $_->() for values %session;
         $check->('bench_without', 0);
         $entries = $check->('bench_with', 1);
         my ($w0, $c0) = @{ $t{bench_without} };
@@ -130,9 +157,13 @@ sub ingest_cost {
     # where ingest_batch()'s time goes (the timing itself costs a little)
     $copy->('bench_profile', 1, "SELECT pg_stat_reset()");
     $sb->psql("ALTER DATABASE bench_profile SET track_functions = 'all'");
-    ingest_one_batch($sb, $SIGNED_AT, $_, db => 'bench_profile')
+    my $profile = $CONNECTION eq 'kept'
+        ? psql_session($sb, db => 'bench_profile') : undef;
+    ingest_one_batch($sb, $SIGNED_AT, $_, db => 'bench_profile',
+                     session => $profile)
         for @chunks;
-    my $n = $check->('bench_profile', 1);
+    $profile->() if $profile;
+    $check->('bench_profile', 1);
     sleep 1;    # the last backend's counts reach the statistics
     my %f = map { $_->[0] => [ @$_[1, 2, 3] ] } @{ $sb->psql(
         "SELECT funcname, calls, total_time, self_time "
@@ -145,27 +176,30 @@ sub ingest_cost {
         for qw(journal_record journal_record_events);
     $sb->teardown;
     return (\@wall, \@cpu, $entries, $tw0, $tw1, $tc0, $tc1,
-            100 * $journal / $total, 1000 * $journal / $n,
-            $f{journal_append} ? 1000 * $f{journal_append}[2] / $n : 0);
+            100 * $journal / $total);
 }
 
 if ($N) {
-    my ($wall, $cpu, $entries, $tw0, $tw1, $tc0, $tc1, $share, $per,
-        $append) = ingest_cost();
-    printf "journal: ingest_batch() of %d deposits in batches of %d, %d "
-           . "rounds, %d entries (%.1f a deposit): it costs %.1f %% of the "
+    my ($wall, $cpu, $entries, $tw0, $tw1, $tc0, $tc1, $share)
+        = ingest_cost();
+    printf "journal: ingest_batch() of %d deposits in batches of %d "
+           . "(connection: %s), %d rounds, %d entries (%.1f a deposit): it costs %.1f %% of the "
            . "time in the database (median; %.1f to %.1f; all rounds "
            . "together %.1f %%: %.0f deposits/s without, %.0f with), "
            . "%.1f %% of its CPU time (median; %.1f to %.1f; together "
-           . "%.1f %%)\n", $N, $BATCH, scalar @$wall, $entries,
+           . "%.1f %%)\n", $N, $BATCH, $CONNECTION, scalar @$wall, $entries,
            $entries / $N, median(@$wall), (sort { $a <=> $b } @$wall)[0],
            (sort { $b <=> $a } @$wall)[0], 100 * ($tw1 - $tw0) / $tw0,
            $N * @$wall / $tw0, $N * @$wall / $tw1, median(@$cpu),
            (sort { $a <=> $b } @$cpu)[0], (sort { $b <=> $a } @$cpu)[0],
            100 * ($tc1 - $tc0) / $tc0;
-    printf "journal: pg_stat_user_functions: the journal's functions are "
-           . "%.1f %% of ingest_batch()'s time, %.0f us an entry (%.0f of "
-           . "them in journal_append() itself)\n", $share, $per, $append;
+    # since 089 a credit's and a deposit's entries are written inside
+    # the functions that write their history rows: only the webhooks'
+    # entries are the journal's own functions' time
+    printf "journal: pg_stat_user_functions: the journal's own trigger "
+           . "functions (the webhooks' entries; the histories' are written "
+           . "by their writers) are %.1f %% of ingest_batch()'s time\n",
+           $share;
 }
 
 # --- 2. verify over a million entries --------------------------------------------

@@ -6,10 +6,12 @@ package Mt5Credit::Bench;
 use strict;
 use warnings;
 
+use Carp qw(croak);
 use Exporter 'import';
+use IPC::Open2 qw(open2);
 use Mt5Credit::Provider qw(stripe_event);
 
-our @EXPORT_OK = qw(ingest_batches ingest_one_batch);
+our @EXPORT_OK = qw(ingest_batches ingest_one_batch psql_session);
 
 sub hexlit { return "'\\x" . unpack('H*', $_[0]) . "'::bytea" }
 
@@ -18,7 +20,9 @@ sub hexlit { return "'\\x" . unpack('H*', $_[0]) . "'::bytea" }
 # in it (psql's start left out) and, with {cpu} (the login needs
 # pg_read_server_files and pg_read_file(text)), the seconds its backend was on a CPU
 # (/proc/self/schedstat): what other load on the machine changes least.
-# {db}: another database of the sandbox.
+# {db}: another database of the sandbox.  {session}: a psql_session()
+# to send it on, as the edge sends on the connections it keeps (a new
+# psql, and so a new backend, each call without).
 sub ingest_one_batch {
     my ($sb, $signed_at, $chunk, %opt) = @_;
     my @body = map { stripe_event(type => 'payment_intent.succeeded',
@@ -28,7 +32,7 @@ sub ingest_one_batch {
     my $n = @$chunk;
     my $cpu = $opt{cpu} ? "SELECT split_part(pg_read_file("
                           . "'/proc/self/schedstat'), ' ', 1); " : '';
-    my $r = $sb->psql($cpu . "SELECT set_config('bench.t0', "
+    my $sql = $cpu . "SELECT set_config('bench.t0', "
         . "clock_timestamp()::text, false); "
         . "SELECT count(*) FROM mt5credit.ingest_batch("
         . "array_fill('stripe'::text, ARRAY[$n]), "
@@ -38,10 +42,44 @@ sub ingest_one_batch {
         . "array_fill(${signed_at}::bigint, ARRAY[$n]), "
         . "array_fill(NULL::text, ARRAY[$n])); "
         . "SELECT extract(epoch FROM clock_timestamp() "
-        . "- current_setting('bench.t0')::timestamptz); " . $cpu,
-        user => 'edge', ($opt{db} ? (db => $opt{db}) : ()));
+        . "- current_setting('bench.t0')::timestamptz); " . $cpu;
+    my $r = $opt{session}
+        ? $opt{session}->($sql)
+        : $sb->psql($sql, user => 'edge', ($opt{db} ? (db => $opt{db}) : ()));
     return $r->[-1][0] unless $opt{cpu};
     return ($r->[-2][0], ($r->[-1][0] - $r->[0][0]) / 1e9);
+}
+
+# One psql kept open on {db} as {user} (edge): a function that sends it
+# SQL and returns the rows, as Sandbox::psql() does; called with no SQL,
+# it ends the session.  What a statement costs in a backend that has
+# already planned it, as the edge's pool keeps its connections.
+sub psql_session {
+    my ($sb, %opt) = @_;
+    my @args = $sb->psql_args($opt{user} || 'edge', undef, $opt{db});
+    my $pid = open2(my $from, my $to, 'psql', '-X', '-q', '-At', '-v',
+                    'ON_ERROR_STOP=1', @args);
+    return sub {
+        my ($sql) = @_;
+        unless (defined $sql) {
+            close $to;
+            waitpid $pid, 0;
+            return;
+        }
+        croak "psql session: end the last statement with ;: $sql"
+            unless $sql =~ /;\s*\z/;
+        print {$to} "$sql\n\\echo __end_of_statements__\n";
+        $to->flush;
+        my @rows;
+        while (my $line = <$from>) {
+            chomp $line;
+            return \@rows if $line eq '__end_of_statements__';
+            push @rows, [ split /\|/, $line, -1 ];
+        }
+        waitpid $pid, 0;
+        croak "psql session ended (exit $?) after: "
+              . join("\n", map { join '|', @$_ } @rows);
+    };
 }
 
 # Paid events for @p, $batch a call: the seconds the database spent in
