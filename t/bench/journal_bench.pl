@@ -54,7 +54,7 @@ sub without_journal {
                      . "WHERE tgname LIKE '%\\_journal%' ORDER BY 1, 2") };
     open my $fh, '<', 'sql/062_ingest_batch.sql' or die "062: $!";
     my $src = do { local $/; <$fh> };
-    my @fn = $src =~ /^(CREATE OR REPLACE FUNCTION mt5credit\.
+    my @fn = $src =~ /^(CREATE\ OR\ REPLACE\ FUNCTION\ mt5credit\.
                         (?:credit|deposit)_guard_and_log\(\).*?^\$\$;)/msgx;
     die "journal bench: 062 has " . @fn . " guard functions, not 2\n"
         unless @fn == 2;
