@@ -1863,9 +1863,6 @@ CREATE FUNCTION mt5credit.credit_guard_and_log() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
-DECLARE
-    v_seq   integer;
-    v_prev  bytea;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         IF NEW.status <> 'pending' OR NEW.attempts <> 0
@@ -1875,25 +1872,11 @@ BEGIN
                 USING ERRCODE = 'MC010';
         END IF;
 
-        -- the credit's first row: entry 1 of its chain
-        WITH h AS (
-            INSERT INTO credit_history (credit_id, from_status, to_status,
-                                        attempts, actor, detail)
-            VALUES (NEW.id, NULL, NEW.status, NEW.attempts,
-                    coalesce(batch_entry('c' || NEW.id::text),
-                             credit_actor()),
-                    credit_detail())
-            RETURNING *),
-        e AS (
-            SELECT h.id, 'credit:' || h.credit_id AS chain,
-                   to_jsonb(h) AS entry,
-                   '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea AS zero
-            FROM h)
-        INSERT INTO journal (chain, seq, source, source_id, entry,
-                             prev_hash, hash)
-        SELECT e.chain, 1, 'credit_history', e.id, e.entry, e.zero,
-               journal_hash(e.chain, 1, e.zero, e.entry)
-        FROM e;
+        INSERT INTO credit_history (credit_id, from_status, to_status,
+                                    attempts, actor, detail)
+        VALUES (NEW.id, NULL, NEW.status, NEW.attempts,
+                coalesce(batch_entry('c' || NEW.id::text), credit_actor()),
+                credit_detail());
         RETURN NEW;
     END IF;
 
@@ -1936,28 +1919,10 @@ BEGIN
                 USING ERRCODE = 'MC012';
         END IF;
 
-        -- the chain's end; this UPDATE holds the credit's row lock, which
-        -- every writer of the chain takes
-        SELECT j.seq, j.hash INTO v_seq, v_prev
-        FROM journal j WHERE j.chain = ('credit:' || NEW.id) COLLATE "C"
-        ORDER BY j.seq DESC LIMIT 1;
-
-        WITH h AS (
-            INSERT INTO credit_history (credit_id, from_status, to_status,
-                                        attempts, actor, detail)
-            VALUES (NEW.id, OLD.status, NEW.status, NEW.attempts,
-                    credit_actor(), credit_detail())
-            RETURNING *),
-        e AS (
-            SELECT h.id, 'credit:' || h.credit_id AS chain,
-                   coalesce(v_seq, 0) + 1 AS seq, to_jsonb(h) AS entry,
-                   coalesce(v_prev, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea) AS prev
-            FROM h)
-        INSERT INTO journal (chain, seq, source, source_id, entry,
-                             prev_hash, hash)
-        SELECT e.chain, e.seq, 'credit_history', e.id, e.entry, e.prev,
-               journal_hash(e.chain, e.seq, e.prev, e.entry)
-        FROM e;
+        INSERT INTO credit_history (credit_id, from_status, to_status,
+                                    attempts, actor, detail)
+        VALUES (NEW.id, OLD.status, NEW.status, NEW.attempts, credit_actor(),
+                credit_detail());
     END IF;
 
     NEW.updated_at := now();
@@ -2424,8 +2389,6 @@ DECLARE
     v_entry   text;
     v_actor   text;
     v_detail  jsonb;
-    v_seq     integer;
-    v_prev    bytea;
 BEGIN
     IF (NEW.client_id, NEW.idempotency_key, NEW.provider, NEW.mt5_server,
         NEW.mt5_login, NEW.amount_minor, NEW.currency, NEW.account_currency,
@@ -2463,29 +2426,9 @@ BEGIN
                 'source', 'credit:' || split_part(v_entry, chr(31), 2));
         END IF;
 
-        -- from created, the deposit's first row: entry 1; else the
-        -- chain's end, ordered by the deposit's row lock this UPDATE holds
-        IF OLD.status <> 'created' THEN
-            SELECT j.seq, j.hash INTO v_seq, v_prev
-            FROM journal j WHERE j.chain = ('deposit:' || OLD.id) COLLATE "C"
-            ORDER BY j.seq DESC LIMIT 1;
-        END IF;
-
-        WITH h AS (
-            INSERT INTO deposit_history (deposit_id, from_status, to_status,
-                                         actor, detail)
-            VALUES (OLD.id, OLD.status, NEW.status, v_actor, v_detail)
-            RETURNING *),
-        e AS (
-            SELECT h.id, 'deposit:' || h.deposit_id AS chain,
-                   coalesce(v_seq, 0) + 1 AS seq, to_jsonb(h) AS entry,
-                   coalesce(v_prev, '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea) AS prev
-            FROM h)
-        INSERT INTO journal (chain, seq, source, source_id, entry,
-                             prev_hash, hash)
-        SELECT e.chain, e.seq, 'deposit_history', e.id, e.entry, e.prev,
-               journal_hash(e.chain, e.seq, e.prev, e.entry)
-        FROM e;
+        INSERT INTO deposit_history (deposit_id, from_status, to_status,
+                                     actor, detail)
+        VALUES (OLD.id, OLD.status, NEW.status, v_actor, v_detail);
     END IF;
 
     RETURN NEW;
@@ -4258,7 +4201,9 @@ BEGIN
     INSERT INTO mt5credit.journal (chain, seq, source, source_id, entry,
                                    prev_hash, hash)
     VALUES (p_chain, v_seq, p_source, p_source_id, p_entry, v_prev,
-            mt5credit.journal_hash(p_chain, v_seq, v_prev, p_entry));
+            pg_catalog.sha256(v_prev || pg_catalog.convert_to(
+                p_chain || E'\n' || v_seq || E'\n' || p_entry::text,
+                'UTF8')));
 END
 $$;
 
@@ -4332,26 +4277,6 @@ $$;
 ALTER FUNCTION mt5credit.journal_event_fact(e mt5credit.webhook_event) OWNER TO mt5credit_owner;
 
 --
--- Name: journal_hash(text, integer, bytea, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
---
-
-CREATE FUNCTION mt5credit.journal_hash(p_chain text, p_seq integer, p_prev bytea, p_entry jsonb) RETURNS bytea
-    LANGUAGE sql STABLE
-    RETURN sha256((p_prev || convert_to(((((p_chain || '
-'::text) || p_seq) || '
-'::text) || (p_entry)::text), 'UTF8'::name)));
-
-
-ALTER FUNCTION mt5credit.journal_hash(p_chain text, p_seq integer, p_prev bytea, p_entry jsonb) OWNER TO mt5credit_owner;
-
---
--- Name: FUNCTION journal_hash(p_chain text, p_seq integer, p_prev bytea, p_entry jsonb); Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
---
-
-COMMENT ON FUNCTION mt5credit.journal_hash(p_chain text, p_seq integer, p_prev bytea, p_entry jsonb) IS 'The hash of a journal entry (081): sha256(prev_hash || chain \n seq \n entry as text).';
-
-
---
 -- Name: journal_record(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -4378,12 +4303,15 @@ BEGIN
     END IF;
     v_chain := TG_ARGV[1] || ':' || (v_entry->>TG_ARGV[0]);
 
-    IF TG_OP = 'INSERT' AND TG_ARGV[0] = 'id' THEN
-        -- a new row's own chain: its first entry (a second is refused)
+    IF (TG_OP = 'INSERT' AND TG_ARGV[0] = 'id')
+       OR coalesce(v_entry->>'from_status', '-') = TG_ARGV[3]
+    THEN
+        -- a new row's own chain, or a history's first row: entry 1 (a
+        -- second is refused)
         v_seq := 1;
         v_prev := '\x0000000000000000000000000000000000000000000000000000000000000000';
     ELSE
-        IF TG_ARGV[0] <> 'id' THEN
+        IF TG_ARGV[0] <> 'id' AND TG_ARGV[2] IS DISTINCT FROM 'locked' THEN
             -- no row lock orders this chain's writers: they take turns
             PERFORM pg_advisory_xact_lock(hashtextextended(
                         'mt5credit.journal:' || v_chain, 0));
@@ -4398,7 +4326,9 @@ BEGIN
     INSERT INTO journal (chain, seq, source, source_id, entry, prev_hash,
                          hash)
     VALUES (v_chain, v_seq, TG_TABLE_NAME, (v_entry->>'id')::bigint,
-            v_entry, v_prev, journal_hash(v_chain, v_seq, v_prev, v_entry));
+            v_entry, v_prev,
+            sha256(v_prev || convert_to(v_chain || E'\n' || v_seq || E'\n'
+                                        || v_entry::text, 'UTF8')));
     RETURN NULL;
 END
 $$;
@@ -4418,7 +4348,8 @@ BEGIN
     INSERT INTO journal (chain, seq, source, source_id, entry, prev_hash,
                          hash)
     SELECT f.chain, 1, 'webhook_event', f.id, f.entry, f.zero,
-           journal_hash(f.chain, 1, f.zero, f.entry)
+           sha256(f.zero || convert_to(f.chain || E'\n1\n' || f.entry::text,
+                                       'UTF8'))
     FROM (SELECT n.id, 'event:' || n.id AS chain,
                  journal_event_fact(n::webhook_event) AS entry,
                  '\x0000000000000000000000000000000000000000000000000000000000000000'::bytea AS zero
@@ -14691,6 +14622,13 @@ CREATE TRIGGER credit_history_append_only BEFORE DELETE OR UPDATE ON mt5credit.c
 
 
 --
+-- Name: credit_history credit_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER credit_history_journal AFTER INSERT ON mt5credit.credit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('credit_id', 'credit', 'locked', '-');
+
+
+--
 -- Name: credit_history credit_history_no_truncate; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14737,6 +14675,13 @@ CREATE TRIGGER deposit_guard_and_log BEFORE UPDATE ON mt5credit.deposit FOR EACH
 --
 
 CREATE TRIGGER deposit_history_append_only BEFORE DELETE OR UPDATE OR TRUNCATE ON mt5credit.deposit_history FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: deposit_history deposit_history_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER deposit_history_journal AFTER INSERT ON mt5credit.deposit_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('deposit_id', 'deposit', 'locked', 'created');
 
 
 --
@@ -16501,13 +16446,6 @@ GRANT SELECT ON TABLE mt5credit.webhook_event TO mt5credit_audit;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.journal_event_fact(e mt5credit.webhook_event) FROM PUBLIC;
-
-
---
--- Name: FUNCTION journal_hash(p_chain text, p_seq integer, p_prev bytea, p_entry jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
---
-
-REVOKE ALL ON FUNCTION mt5credit.journal_hash(p_chain text, p_seq integer, p_prev bytea, p_entry jsonb) FROM PUBLIC;
 
 
 --

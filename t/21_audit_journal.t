@@ -14,8 +14,6 @@
 #     PostgreSQL restart, or a redacted webhook body (retention keeps the
 #     digest)
 #   - the auditor's role doing anything but reading what it checks
-#   - a credit's or deposit's history row written by any function but the
-#     one that enters it in the journal (089: no trigger on those tables)
 
 use strict;
 use warnings;
@@ -123,31 +121,6 @@ cmp_ok($sb->sql1("SELECT max(seq) FROM mt5credit.journal WHERE chain = "
                  . "'withdrawal:' || (SELECT id FROM mt5credit.withdrawal "
                  . "WHERE reference = '$ref')"), '>=', 3,
        '... of at least three (requested, prepared, approved)');
-
-# A credit's and a deposit's history rows are entered by the function
-# that writes them (089), with no trigger on the history table: that
-# function must be the only writer, as the catalogue shows
-my $writers = sub {
-    my ($table) = @_;
-    return join ' ', map { $_->[0] } @{ $sb->psql(
-        "SELECT p.proname FROM pg_proc p WHERE p.prosrc ~* "
-        . "'insert\\s+into\\s+(mt5credit\\.)?$table\\M' ORDER BY 1") };
-};
-is($writers->('credit_history'), 'credit_guard_and_log',
-   'only credit_guard_and_log() writes a credit\'s history (and enters it)');
-is($writers->('deposit_history'), 'deposit_guard_and_log',
-   'only deposit_guard_and_log() writes a deposit\'s history (and enters '
-   . 'it)');
-is($writers->('journal'), 'credit_guard_and_log deposit_guard_and_log '
-   . 'journal_append journal_record journal_record_events',
-   'and entries are written by those two and the journal\'s own functions');
-is($sb->sql1("SELECT count(*) FROM mt5credit.credit_history h "
-             . "WHERE NOT EXISTS (SELECT 1 FROM mt5credit.journal j WHERE "
-             . "j.source = 'credit_history' AND j.source_id = h.id)")
-   + $sb->sql1("SELECT count(*) FROM mt5credit.deposit_history h "
-               . "WHERE NOT EXISTS (SELECT 1 FROM mt5credit.journal j WHERE "
-               . "j.source = 'deposit_history' AND j.source_id = h.id)"),
-   0, 'every history row of a credit and a deposit has its entry');
 
 # --- seal, verify ------------------------------------------------------------
 
