@@ -2165,6 +2165,15 @@ CREATE FUNCTION mt5credit.credit_risk_facts_fixed() RETURNS trigger
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
 BEGIN
+    IF OLD.payer_name IS NOT NULL AND NEW.payer_name IS NULL
+       AND OLD.payer_name_erased_at IS NULL
+       AND NEW.payer_name_erased_at IS NOT NULL
+       AND (NEW.instrument, NEW.provider_signal)
+           IS NOT DISTINCT FROM (OLD.instrument, OLD.provider_signal)
+    THEN
+        RETURN NEW;
+    END IF;
+
     RAISE EXCEPTION 'credit %: what the provider signed of it never changes',
                     OLD.id
         USING ERRCODE = 'MC011';
@@ -8254,7 +8263,7 @@ ALTER FUNCTION mt5credit.resolve_unresolved(p_id bigint, p_attempt integer, p_ca
 -- Name: retention_redact(integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE FUNCTION mt5credit.retention_redact(p_days integer) RETURNS TABLE(redacted bigint, held_by_cases bigint, conflicts bigint, malformed bigint)
+CREATE FUNCTION mt5credit.retention_redact(p_days integer) RETURNS TABLE(redacted bigint, held_by_cases bigint, conflicts bigint, malformed bigint, names_erased bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
@@ -8304,6 +8313,16 @@ BEGIN
     WHERE m.last_received_at < v_before AND m.body_redacted_at IS NULL;
     GET DIAGNOSTICS malformed = ROW_COUNT;
 
+    -- 090: the payer's name on a credit whose event's body this run
+    -- emptied (a body kept for a case is emptied, and the name erased,
+    -- by the run after the case is resolved)
+    UPDATE mt5_credit c
+    SET payer_name = NULL, payer_name_erased_at = clock_timestamp()
+    FROM retention_old o
+    JOIN webhook_event e ON e.id = o.id
+    WHERE NOT o.held AND c.id = e.credit_id AND c.payer_name IS NOT NULL;
+    GET DIAGNOSTICS names_erased = ROW_COUNT;
+
     RETURN NEXT;
 END
 $$;
@@ -8315,7 +8334,7 @@ ALTER FUNCTION mt5credit.retention_redact(p_days integer) OWNER TO mt5credit_own
 -- Name: FUNCTION retention_redact(p_days integer); Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-COMMENT ON FUNCTION mt5credit.retention_redact(p_days integer) IS 'Empties the bodies of events older than p_days (90..3650) that no open case and no unfinished credit needs, and of malformed deliveries last delivered before then; their digests stay (070, 074)';
+COMMENT ON FUNCTION mt5credit.retention_redact(p_days integer) IS 'Empties the bodies of events older than p_days (90..3650) that no open case and no unfinished credit needs, and of malformed deliveries last delivered before then; their digests stay (070, 074).  Erases the payer''s name of each credit whose event''s body it empties (090)';
 
 
 --
@@ -12218,6 +12237,7 @@ END) STORED NOT NULL,
     payer_name text,
     instrument text,
     provider_signal text,
+    payer_name_erased_at timestamp with time zone,
     CONSTRAINT mt5_credit_amount_minor_check CHECK ((amount_minor > 0)),
     CONSTRAINT mt5_credit_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT mt5_credit_check1 CHECK (((kind <> 'deposit'::text) OR (direction = 'credit'::text))),
@@ -12241,6 +12261,7 @@ END) STORED NOT NULL,
     CONSTRAINT mt5_credit_original_iff_reversal CHECK (((kind = ANY (ARRAY['deposit'::text, 'withdrawal'::text])) = (original_credit_id IS NULL))),
     CONSTRAINT mt5_credit_paid_amount_minor_check CHECK ((paid_amount_minor > 0)),
     CONSTRAINT mt5_credit_payer_name_check CHECK (((length(payer_name) >= 1) AND (length(payer_name) <= 200))),
+    CONSTRAINT mt5_credit_payer_name_erased CHECK (((payer_name_erased_at IS NULL) OR (payer_name IS NULL))),
     CONSTRAINT mt5_credit_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT mt5_credit_provider_payment_id_check CHECK (((length(provider_payment_id) >= 1) AND (length(provider_payment_id) <= 255))),
     CONSTRAINT mt5_credit_provider_signal_check CHECK (((length(provider_signal) >= 1) AND (length(provider_signal) <= 64))),
@@ -12328,6 +12349,13 @@ COMMENT ON COLUMN mt5credit.mt5_credit.instrument IS 'The provider''s fingerprin
 --
 
 COMMENT ON COLUMN mt5credit.mt5_credit.provider_signal IS 'The provider''s own risk flag on the payment (082), read only while provider_signal is in force.  Never changes.';
+
+
+--
+-- Name: COLUMN mt5_credit.payer_name_erased_at; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.mt5_credit.payer_name_erased_at IS 'When retention erased payer_name, its event''s body emptied (090).';
 
 
 --
@@ -14807,7 +14835,7 @@ CREATE TRIGGER mt5_credit_risk_check BEFORE INSERT ON mt5credit.mt5_credit FOR E
 -- Name: mt5_credit mt5_credit_risk_facts_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE TRIGGER mt5_credit_risk_facts_fixed BEFORE UPDATE OF payer_name, instrument, provider_signal ON mt5credit.mt5_credit FOR EACH ROW WHEN ((((old.payer_name IS DISTINCT FROM new.payer_name) OR (old.instrument IS DISTINCT FROM new.instrument)) OR (old.provider_signal IS DISTINCT FROM new.provider_signal))) EXECUTE FUNCTION mt5credit.credit_risk_facts_fixed();
+CREATE TRIGGER mt5_credit_risk_facts_fixed BEFORE UPDATE OF payer_name, instrument, provider_signal, payer_name_erased_at ON mt5credit.mt5_credit FOR EACH ROW WHEN (((((old.payer_name IS DISTINCT FROM new.payer_name) OR (old.instrument IS DISTINCT FROM new.instrument)) OR (old.provider_signal IS DISTINCT FROM new.provider_signal)) OR (old.payer_name_erased_at IS DISTINCT FROM new.payer_name_erased_at))) EXECUTE FUNCTION mt5credit.credit_risk_facts_fixed();
 
 
 --

@@ -16,6 +16,11 @@
 #     its last delivery it is emptied once, its digest, reason and count
 #     kept; delivered again, it is counted under its digest and its bytes
 #     are not stored again
+#   - a payer's name kept on a credit after its event's body is gone (090;
+#     on 56fe581 the name the provider signed stayed on the credit for
+#     ever): erased with the body, once, and never written back or
+#     changed otherwise; a name whose body is kept (an open case, an
+#     unfinished credit) stays
 
 use strict;
 use warnings;
@@ -73,6 +78,18 @@ my $malformed = sub {
               . "WHERE body_sha256 = sha256(convert_to('$_[0]', 'UTF8'))");
 };
 
+# the payer's name as the payer_name rule keeps it (082), planted past
+# the guard on the credits of the events to be emptied, kept for a case,
+# and not finished
+$sb->psql("SET session_replication_role = replica; "
+          . "UPDATE mt5credit.mt5_credit SET payer_name = 'Ann Marie Smith' "
+          . "WHERE id IN ($ids[0], $ids[1], $pending)");
+my $payer = sub {
+    $sb->sql1("SELECT coalesce(payer_name, '-') || ' ' "
+              . "|| (payer_name_erased_at IS NOT NULL) "
+              . "FROM mt5credit.mt5_credit WHERE id = $_[0]");
+};
+
 my $db = 'host=127.0.0.1 port=' . $sb->pg_port . ' dbname=mt5credit';
 my $digests = sub {
     $sb->sql1("SELECT string_agg(encode(body_sha256, 'hex'), ',' ORDER BY id)"
@@ -97,6 +114,30 @@ like($out, qr/retention: 2 webhook bodies older than 400 days emptied .*, 1 kept
      '... empties two bodies, keeps one for its open case');
 like($out, qr/and 1 malformed deliveries emptied/,
      '... and the malformed delivery last delivered 500 days ago');
+like($out, qr/, 1 payers' names erased/, '... and one payer\'s name');
+is($payer->($ids[0]), '- true', 'the name on the credit whose body was '
+   . 'emptied: erased, and when said');
+is($payer->($ids[1]), 'Ann Marie Smith false',
+   '... on the one whose body an open case keeps: kept');
+is($payer->($pending), 'Ann Marie Smith false',
+   '... on the unfinished one: kept');
+like($sb->psql("UPDATE mt5credit.mt5_credit SET payer_name = 'Ann Marie "
+               . "Smith' WHERE id = $ids[0]", may_fail => 1),
+     qr/never changes/, 'an erased name is never written back ...');
+like($sb->psql("UPDATE mt5credit.mt5_credit SET payer_name_erased_at = NULL"
+               . " WHERE id = $ids[0]", may_fail => 1),
+     qr/never changes/, '... nor its erasure undone');
+like($sb->psql("UPDATE mt5credit.mt5_credit SET payer_name = 'John Smith' "
+               . "WHERE id = $ids[1]", may_fail => 1),
+     qr/never changes/, 'a kept name is not changed ...');
+like($sb->psql("UPDATE mt5credit.mt5_credit SET payer_name = NULL "
+               . "WHERE id = $ids[1]", may_fail => 1),
+     qr/never changes|payer_name_erased/,
+     '... nor removed but by an erasure that says when');
+like($sb->psql("UPDATE mt5credit.mt5_credit SET payer_name = NULL, "
+               . "payer_name_erased_at = now(), instrument = 'card_x' "
+               . "WHERE id = $ids[1]", may_fail => 1),
+     qr/never changes/, '... nor with the card changed beside it');
 is($malformed->($bad[0]), '0 true 1', 'the old malformed delivery: emptied, '
    . 'found by its digest');
 is($malformed->($bad[1]), length($bad[1]) . ' false 1',
@@ -134,7 +175,7 @@ like($sb->psql("UPDATE mt5credit.webhook_event SET event_type = 'x' "
 
 ($rc, $out) = Mt5Credit::Worker::run($sb, 'retention', '--database',
                                      "$db user=keeper", '--days', '400');
-like($out, qr/retention: 0 webhook bodies.* 0 malformed/,
+like($out, qr/retention: 0 webhook bodies.* 0 malformed.* 0 payers' names/,
      'a second run: nothing more');
 
 # reports

@@ -34,7 +34,9 @@ mc_retention_usage(FILE *f)
 "  --days N          webhook bodies received more than N days ago (90 to\n"
 "                    3650; default 400) are emptied, their digests kept,\n"
 "                    unless an open case or an unfinished credit needs them;\n"
-"                    so are malformed deliveries' last delivered before\n"
+"                    so are malformed deliveries' last delivered before;\n"
+"                    the payer's name kept on an emptied event's credit\n"
+"                    is erased\n"
 "  --reports DIR     reconciliation reports (recon-*-run<id>.csv|html)\n"
 "                    older than --report-days are removed (default:\n"
 "                    recon_out of the configuration)\n"
@@ -127,7 +129,8 @@ mc_retention_bodies(const char *conninfo, int days)
     params[0] = d;
 
     res = PQexecParams(conn, "SELECT redacted, held_by_cases, conflicts, "
-                       "malformed FROM mt5credit.retention_redact($1)", 1, NULL,
+                       "malformed, names_erased "
+                       "FROM mt5credit.retention_redact($1)", 1, NULL,
                        params, NULL, NULL, 0);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
@@ -140,9 +143,10 @@ mc_retention_bodies(const char *conninfo, int days)
 
     printf("retention: %s webhook bodies older than %d days emptied (their "
            "digests kept), %s kept for open cases, %s conflicting bodies "
-           "and %s malformed deliveries emptied\n", PQgetvalue(res, 0, 0),
-           days, PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
-           PQgetvalue(res, 0, 3));
+           "and %s malformed deliveries emptied, %s payers' names erased\n",
+           PQgetvalue(res, 0, 0), days, PQgetvalue(res, 0, 1),
+           PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3),
+           PQgetvalue(res, 0, 4));
 
     PQclear(res);
     PQfinish(conn);
