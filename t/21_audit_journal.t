@@ -14,6 +14,8 @@
 #     PostgreSQL restart, or a redacted webhook body (retention keeps the
 #     digest)
 #   - the auditor's role doing anything but reading what it checks
+#   - fewer checks when verify cannot open its second connection (a
+#     connection limit): the same checks on one connection, said so
 
 use strict;
 use warnings;
@@ -337,6 +339,27 @@ is($rc, 1, 'a chain and its fact rewritten consistently: found') or diag $out;
 like($out, qr/^EDIT: period 1 .*root is not the signed one/m,
      '... by the signed root of its period');
 unlike($out, qr/REWIND/, '... as an edit, not a rewind');
+
+# verify's second connection (the facts, beside the journal's reading)
+# cannot be had: one connection does every check, and says so
+$sb->psql('ALTER ROLE auditor CONNECTION LIMIT 1');
+($rc, $out) = verify();
+is($rc, 0, 'one connection only (the auditor\'s limit): it fits') or diag $out;
+like($out, qr/no second connection .* compared on this one/,
+     '... and verify says it checked the facts on one');
+{
+    my $t = 'credit_history';
+    my $id = $sb->sql1("SELECT max(id) FROM mt5credit.$t");
+    my $entry = $sb->sql1("SELECT max(id) FROM mt5credit.journal "
+                          . "WHERE source = '$t' AND source_id = $id");
+    ($rc, $out) = tampered($t, "UPDATE mt5credit.$t SET actor = 'mallory' "
+                               . "WHERE id = $id");
+    is($rc, 1, '... and on one connection a planted UPDATE is still found')
+        or diag $out;
+    like($out, qr/the first: journal entry $entry \(/,
+         '... naming its entry');
+}
+$sb->psql('ALTER ROLE auditor CONNECTION LIMIT -1');
 
 # --- the heads -----------------------------------------------------------------
 
