@@ -11743,6 +11743,7 @@ CREATE TABLE mt5credit.client_name (
     client_id text NOT NULL,
     name text NOT NULL,
     set_at timestamp with time zone DEFAULT now() NOT NULL,
+    id bigint NOT NULL,
     CONSTRAINT client_name_client_id_check CHECK (((length(client_id) >= 1) AND (length(client_id) <= 128))),
     CONSTRAINT client_name_name_check CHECK ((((length(name) >= 1) AND (length(name) <= 200)) AND (cardinality(mt5credit.name_words(name)) > 0)))
 );
@@ -11755,6 +11756,27 @@ ALTER TABLE mt5credit.client_name OWNER TO mt5credit_owner;
 --
 
 COMMENT ON TABLE mt5credit.client_name IS 'A client''s legal name as the broker''s KYC holds it, recorded by the portal (082); the payer_name rule compares a payment''s signed payer name with it.';
+
+
+--
+-- Name: COLUMN client_name.id; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON COLUMN mt5credit.client_name.id IS 'The row''s chain in the money journal, client_name:<id> (091).';
+
+
+--
+-- Name: client_name_id_seq; Type: SEQUENCE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE mt5credit.client_name ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME mt5credit.client_name_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -13580,6 +13602,14 @@ ALTER TABLE ONLY mt5credit.client_account
 
 
 --
+-- Name: client_name client_name_id_key; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.client_name
+    ADD CONSTRAINT client_name_id_key UNIQUE (id);
+
+
+--
 -- Name: client_name client_name_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14626,6 +14656,27 @@ CREATE TRIGGER case_lifecycle BEFORE UPDATE ON mt5credit."case" FOR EACH ROW EXE
 --
 
 CREATE TRIGGER case_no_delete BEFORE DELETE ON mt5credit."case" FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: client_name client_name_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER client_name_journal AFTER INSERT OR UPDATE ON mt5credit.client_name FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('id', 'client_name');
+
+
+--
+-- Name: client_name client_name_no_delete; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER client_name_no_delete BEFORE DELETE ON mt5credit.client_name FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: client_name client_name_no_truncate; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER client_name_no_truncate BEFORE TRUNCATE ON mt5credit.client_name FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.refuse_change();
 
 
 --
@@ -17765,6 +17816,13 @@ GRANT ALL ON FUNCTION mt5credit.work_status() TO mt5credit_operator;
 --
 
 GRANT SELECT ON TABLE mt5credit.case_action TO mt5credit_audit;
+
+
+--
+-- Name: TABLE client_name; Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+GRANT SELECT ON TABLE mt5credit.client_name TO mt5credit_audit;
 
 
 --

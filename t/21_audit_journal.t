@@ -2,7 +2,8 @@
 #
 # The tamper-evident money journal (sql/081, mt5credit audit, docs/security.md).
 # Impossible:
-#   - a planted UPDATE, DELETE, INSERT or TRUNCATE of any chained table, by
+#   - a planted UPDATE, DELETE, INSERT or TRUNCATE of any chained table
+#     (a client's name on file among them, 091), by
 #     the PostgreSQL superuser around every trigger, going unnoticed, or
 #     noticed without the first entry that does not fit named
 #   - the journal itself edited, an entry removed, or every hash of a chain
@@ -97,13 +98,27 @@ is($st->status_of($held) . ' ' . $sb->sql1("SELECT string_agg(seq || ':' "
        . "WHERE chain = 'credit:$held'"), 'held 1:pending,2:held',
    'a credit held as it is born: its chain, born then held');
 
+# the client's name the payer_name rule reads (091): its row's chain is
+# the name's history
+$sb->psql("SELECT mt5credit.client_name_set('alice', 'Alice Walker'); "
+          . "SELECT mt5credit.client_name_set('alice', 'Alice Mary Walker')",
+          user => 'portal');
+is($sb->sql1("SELECT string_agg(seq || ':' || (entry->>'name'), ',' "
+             . "ORDER BY seq) FROM mt5credit.journal WHERE chain = "
+             . "'client_name:' || (SELECT id FROM mt5credit.client_name "
+             . "WHERE client_id = 'alice')"),
+   '1:Alice Walker,2:Alice Mary Walker',
+   'a client\'s name set twice: its chain holds both, in order');
+like($sb->psql("DELETE FROM mt5credit.client_name", may_fail => 1),
+     qr/append-only|cannot|refuse/i, '... and a name row is never deleted');
+
 my %rows;
 for my $t (qw(credit_history deposit_history payout_history
               withdrawal_refund_history case_action withdrawal money_proposal
-              risk_rule_change webhook_event)) {
+              risk_rule_change client_name webhook_event)) {
     $rows{$t} = $sb->sql1("SELECT count(*) FROM mt5credit.$t");
 }
-is(scalar(grep { $rows{$_} > 0 } keys %rows), 9,
+is(scalar(grep { $rows{$_} > 0 } keys %rows), 10,
    'every chained table has facts: '
    . join(', ', map { "$_ $rows{$_}" } sort keys %rows));
 is($sb->sql1("SELECT count(*) FROM mt5credit.journal"),
@@ -114,7 +129,7 @@ is($sb->sql1("SELECT count(*) FROM mt5credit.journal"),
              . "+ (SELECT count(*) FROM mt5credit.case_action)")
    + $sb->sql1("SELECT count(*) FROM mt5credit.journal WHERE source IN "
                . "('withdrawal', 'money_proposal', 'risk_rule_change', "
-               . "'webhook_event')"),
+               . "'client_name', 'webhook_event')"),
    'one entry per history row, and per state of the rows that change');
 is($sb->sql1("SELECT count(DISTINCT chain) FROM mt5credit.journal "
              . "WHERE source = 'withdrawal'"), 2, 'each withdrawal\'s states '
@@ -213,6 +228,7 @@ my %pick = (
     withdrawal                => 'id',
     money_proposal            => 'id',
     risk_rule_change          => 'id',
+    client_name               => 'id',
     webhook_event             => 'id',
 );
 my %change = (
@@ -224,6 +240,7 @@ my %change = (
     withdrawal                => "note = 'paid to acct_mallory'",
     money_proposal            => "note = 'mallory'",
     risk_rule_change          => "limit_minor = 1",
+    client_name               => "name = 'Mallory Walker'",
     webhook_event             => "provider_event_id = 'evt_mallory'",
 );
 
@@ -231,6 +248,7 @@ my %change = (
 my %unique = map { $_ => $change{$_} } keys %change;
 $unique{withdrawal} = "idempotency_key = 'planted-0001'";
 $unique{webhook_event} = "provider_event_id = 'evt_planted'";
+$unique{client_name} = "client_id = 'planted-client'";
 $unique{money_proposal} = "status = 'rejected', decided_by = 'mallory', "
                           . "decided_at = now()";
 

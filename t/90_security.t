@@ -92,8 +92,9 @@ ok(!grep({ $_ eq 'ingest' } @{ functions_of('worker') }),
 ok(!grep({ /^(case_decide|withdrawal_approve)$/ } @{ functions_of('worker') }),
    '... nor approve anything');
 is_deeply(table_privileges('mt5credit_audit'),
-          [ map { "$_:SELECT" } qw(case_action credit_history deposit_history
-                                   journal money_proposal payout_history
+          [ map { "$_:SELECT" } qw(case_action client_name credit_history
+                                   deposit_history journal money_proposal
+                                   payout_history
                                    risk_rule_change webhook_event withdrawal
                                    withdrawal_refund_history) ],
           'the auditor (081) reads the journal and the tables it chains, '

@@ -123,6 +123,7 @@ const char  *const mc_audit_fact_sql[] = {
     MC_AUDIT_FACTS("withdrawal", "withdrawal"),
     MC_AUDIT_FACTS("money_proposal", "proposal"),
     MC_AUDIT_FACTS("risk_rule_change", "rule_change"),
+    MC_AUDIT_FACTS("client_name", "client_name"),
     MC_AUDIT_EVENT_FACTS,
     MC_AUDIT_BODIES,
     NULL
@@ -144,6 +145,7 @@ const mc_audit_kind_t  mc_audit_kinds[] = {
     { "withdrawal", "withdrawal" },
     { "proposal", "money_proposal" },
     { "rule_change", "risk_rule_change" },
+    { "client_name", "client_name" },
     { "event", "webhook_event" },
     { NULL, NULL }
 };
