@@ -183,8 +183,11 @@ sub drill {
         my $t0 = time;
         my @kids;
         for my $i (1 .. $N) {
-            my $at = $t0 + ($i - 1) / $RATE;
-            sleep($at - time) if $at > time;
+            # the clock read once: read twice, it moved on between the
+            # test and the sleep, and Time::HiRes died of a negative
+            # time (CI of b816ebe: the loader stopped at 264 of 300)
+            my $wait = $t0 + ($i - 1) / $RATE - time;
+            sleep($wait) if $wait > 0;
             my $pid = fork;
             if (!defined $pid) { sleep 0.05; redo }
             if (!$pid) {
