@@ -52,7 +52,6 @@ sub without_journal {
         @{ $sb->psql("SELECT tgrelid::regclass, tgname FROM pg_trigger "
                      . "WHERE tgname LIKE '%\\_journal%' ORDER BY 1, 2") };
 }
-my $WITHOUT;
 
 # --- 1. what it costs ingest ---------------------------------------------------
 #
@@ -74,7 +73,7 @@ sub median {
 sub ingest_cost {
     my $sb = Mt5Credit::Sandbox->new;
     $sb->start_postgres;
-    $WITHOUT = without_journal($sb);
+    my $without = without_journal($sb);
     $sb->psql('GRANT pg_read_server_files TO edge; '
               . 'GRANT EXECUTE ON FUNCTION pg_read_file(text) TO edge');
     $sb->psql("SELECT mt5credit.register_account('c' || g, 'live1', "
@@ -99,7 +98,7 @@ sub ingest_cost {
         $sb->psql("CREATE DATABASE $name TEMPLATE mt5credit "
                   . "STRATEGY FILE_COPY");
         $sb->psql($setting, db => $name) if $setting;
-        $sb->psql($WITHOUT, db => $name) unless $journal;
+        $sb->psql($without, db => $name) unless $journal;
     };
     my $check = sub {
         my ($name, $entries) = @_;
@@ -179,12 +178,14 @@ if ($N) {
         = ingest_cost();
     printf "journal: ingest_batch() of %d deposits in batches of %d "
            . "(connection: %s), %d rounds, %d entries (%.1f a deposit): it "
-           . "costs %.1f %% of the time in the database (median; %.1f to %.1f; all rounds "
-           . "together %.1f %%: %.0f deposits/s without, %.0f with), "
+           . "costs %.1f %% of the time in the database (median; %.1f to "
+           . "%.1f; all rounds together %.1f %%: %.0f deposits/s without, "
+           . "%.0f with), "
            . "%.1f %% of its CPU time (median; %.1f to %.1f; together "
            . "%.1f %%)\n", $N, $BATCH, $CONNECTION, scalar @$wall,
-           $entries, $entries / $N, median(@$wall), (sort { $a <=> $b } @$wall)[0],
-           (sort { $b <=> $a } @$wall)[0], 100 * ($tw1 - $tw0) / $tw0,
+           $entries, $entries / $N, median(@$wall),
+           (sort { $a <=> $b } @$wall)[0], (sort { $b <=> $a } @$wall)[0],
+           100 * ($tw1 - $tw0) / $tw0,
            $N * @$wall / $tw0, $N * @$wall / $tw1, median(@$cpu),
            (sort { $a <=> $b } @$cpu)[0], (sort { $b <=> $a } @$cpu)[0],
            100 * ($tc1 - $tc0) / $tc0;
