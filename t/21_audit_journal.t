@@ -24,6 +24,7 @@ use warnings;
 use Test::More;
 
 use lib 't/lib';
+use Mt5Credit::Bench qw(ingest_one_batch);
 use Mt5Credit::Stack;
 use Mt5Credit::Worker;
 
@@ -98,6 +99,52 @@ is($st->status_of($held) . ' ' . $sb->sql1("SELECT string_agg(seq || ':' "
        . "WHERE chain = 'credit:$held'"), 'held 1:pending,2:held',
    'a credit held as it is born: its chain, born then held');
 
+# a batch of paid webhooks in one ingest_batch() statement (093): its
+# events are one entry, its credits' and deposits' history rows another,
+# a credit held as it is born among them
+my @batch = map { { ref => $sb->create_deposit(client => 'alice',
+                                               login => 73001, amount => $_,
+                                               currency => 'USD'),
+                    pi => "pi_audit_batch_$_", amount => $_ } }
+    3001, 3002, 9600000;
+is(ingest_one_batch($sb, int(time), \@batch) >= 0 && $sb->sql1(
+       "SELECT count(*) FROM mt5credit.mt5_credit WHERE provider_payment_id "
+       . "LIKE 'pi_audit_batch_%'"), 3, 'a batch of three paid webhooks');
+my $batch_ids = $sb->sql1("SELECT string_agg(id::text, ',' ORDER BY id) "
+    . "FROM mt5credit.mt5_credit WHERE provider_payment_id "
+    . "LIKE 'pi_audit_batch_%'");
+my $ingest = $sb->psql("SELECT id, chain, seq, "
+    . "jsonb_array_length(entry->'credit_history'), "
+    . "jsonb_array_length(entry->'deposit_history'), "
+    . "(SELECT string_agg(DISTINCT (h->>'credit_id'), ',') "
+    . " FROM jsonb_array_elements(entry->'credit_history') h) "
+    . "FROM mt5credit.journal WHERE chain LIKE 'ingest:%'");
+is(scalar(@$ingest), 1, '... its credits\' and deposits\' history rows are '
+   . 'one entry');
+is(join(' ', @{ $ingest->[0] }[1 .. 5]),
+   'ingest:' . (split /,/, $batch_ids)[0] . " 1 4 3 $batch_ids",
+   '... ingest:<first credit> #1: four credit rows (three born, one of '
+   . 'them then held), three deposits\' moves to succeeded');
+my $ingest_entry = $ingest->[0][0];
+is($sb->sql1("SELECT jsonb_array_length(entry->'webhook_event') "
+             . "FROM mt5credit.journal WHERE chain LIKE 'events:%' "
+             . "ORDER BY id DESC LIMIT 1"), 3,
+   '... and its three events one entry of their statement');
+is($sb->sql1("SELECT count(*) FROM mt5credit.journal WHERE chain IN ("
+             . join(', ', map { "'credit:$_'" } split /,/, $batch_ids)
+             . ")"), 0, '... no credit of it entered alone');
+work();
+is($sb->sql1("SELECT string_agg(chain || ' ' || seq || ' ' "
+             . "|| (entry->>'from_status'), ',' ORDER BY chain) "
+             . "FROM mt5credit.journal WHERE chain IN ("
+             . join(', ', map { "'credit:$_'" } split /,/, $batch_ids)
+             . ") AND seq = 1"),
+   join(',', map { "credit:$_ 1 pending" }
+             sort { "credit:$a" cmp "credit:$b" }
+             (split /,/, $batch_ids)[0, 1]),
+   '... the two credits claimed afterwards go on in chains of their own, '
+   . 'each from #1; the held one has none yet');
+
 # the client's name the payer_name rule reads (091): its row's chain is
 # the name's history
 $sb->psql("SELECT mt5credit.client_name_set('alice', 'Alice Walker'); "
@@ -121,16 +168,20 @@ for my $t (qw(credit_history deposit_history payout_history
 is(scalar(grep { $rows{$_} > 0 } keys %rows), 10,
    'every chained table has facts: '
    . join(', ', map { "$_ $rows{$_}" } sort keys %rows));
-is($sb->sql1("SELECT count(*) FROM mt5credit.journal"),
+is($sb->sql1("SELECT count(*) FROM mt5credit.journal WHERE chain ~ "
+             . "'^(credit|deposit|payout|refund|case):'")
+   + $sb->sql1("SELECT sum(jsonb_array_length(entry->'credit_history') "
+               . "+ jsonb_array_length(entry->'deposit_history')) "
+               . "FROM mt5credit.journal WHERE chain LIKE 'ingest:%'"),
    $sb->sql1("SELECT (SELECT count(*) FROM mt5credit.credit_history) "
              . "+ (SELECT count(*) FROM mt5credit.deposit_history) "
              . "+ (SELECT count(*) FROM mt5credit.payout_history) "
              . "+ (SELECT count(*) FROM mt5credit.withdrawal_refund_history) "
-             . "+ (SELECT count(*) FROM mt5credit.case_action)")
-   + $sb->sql1("SELECT count(*) FROM mt5credit.journal WHERE source IN "
-               . "('withdrawal', 'money_proposal', 'risk_rule_change', "
-               . "'client_name', 'webhook_event')"),
-   'one entry per history row, and per state of the rows that change');
+             . "+ (SELECT count(*) FROM mt5credit.case_action)"),
+   'each history row in one entry: its own, or its batch\'s');
+is($sb->sql1("SELECT sum(jsonb_array_length(entry->'webhook_event')) "
+             . "FROM mt5credit.journal WHERE chain LIKE 'events:%'"),
+   $rows{webhook_event}, '... and each stored webhook in its statement\'s');
 is($sb->sql1("SELECT count(DISTINCT chain) FROM mt5credit.journal "
              . "WHERE source = 'withdrawal'"), 2, 'each withdrawal\'s states '
    . 'are one chain ...');
@@ -219,6 +270,15 @@ sub tampered {
     return @r;
 }
 
+# the newest entry that holds row $id of table $t: its own, or its
+# statement's (093)
+sub entry_of {
+    my ($t, $id) = @_;
+    return $sb->sql1("SELECT max(id) FROM mt5credit.journal "
+                     . "WHERE (source = '$t' AND source_id = $id) "
+                     . "OR entry->'$t' @> '[{\"id\": $id}]'");
+}
+
 my %pick = (
     credit_history            => 'credit_id',
     deposit_history           => 'deposit_id',
@@ -254,8 +314,7 @@ $unique{money_proposal} = "status = 'rejected', decided_by = 'mallory', "
 
 for my $t (sort keys %pick) {
     my $id = $sb->sql1("SELECT max(id) FROM mt5credit.$t");
-    my $entry = $sb->sql1("SELECT max(id) FROM mt5credit.journal "
-                          . "WHERE source = '$t' AND source_id = $id");
+    my $entry = entry_of($t, $id);
 
     ($rc, $out) = tampered($t, "UPDATE mt5credit.$t SET $change{$t} "
                                . "WHERE id = $id");
@@ -292,6 +351,64 @@ SQL
     ($rc, $out) = tampered($t, "TRUNCATE mt5credit.$t CASCADE");
     is($rc, 1, "$t: a TRUNCATE is found") or diag $out;
     like($out, qr/its fact is gone from $t/, '... every entry\'s fact gone');
+}
+
+# a batch's rows, in their statement's entries (093)
+{
+    my $held_row = $sb->sql1("SELECT max(id) FROM mt5credit.credit_history "
+        . "WHERE to_status = 'held' AND credit_id IN ($batch_ids)");
+    ($rc, $out) = tampered('credit_history', "UPDATE mt5credit.credit_history "
+        . "SET actor = 'mallory' WHERE id = $held_row");
+    like($out, qr/the first: journal entry $ingest_entry \(ingest:\d+, row $held_row\): the fact in credit_history is not what was entered/,
+         'a batch\'s credit row changed: found, naming the batch\'s entry');
+    my $moved = $sb->sql1("SELECT min(id) FROM mt5credit.deposit_history "
+        . "WHERE to_status = 'succeeded' AND deposit_id IN (SELECT deposit_id "
+        . "FROM mt5credit.mt5_credit WHERE id IN ($batch_ids))");
+    ($rc, $out) = tampered('deposit_history', "DELETE FROM "
+        . "mt5credit.deposit_history WHERE id = $moved");
+    like($out, qr/journal entry $ingest_entry \(ingest:\d+, row $moved\): its fact is gone from deposit_history/,
+         'a batch\'s deposit move deleted: found, naming the batch\'s entry');
+    my $ev_row = $sb->sql1("SELECT id FROM mt5credit.webhook_event WHERE "
+        . "credit_id = " . (split /,/, $batch_ids)[1]);
+    my $ev_entry = entry_of('webhook_event', $ev_row);
+    ($rc, $out) = tampered('webhook_event', "UPDATE mt5credit.webhook_event "
+        . "SET provider_event_id = 'evt_mallory' WHERE id = $ev_row");
+    like($out, qr/the first: journal entry $ev_entry \(events:\d+, row $ev_row\): the fact in webhook_event is not what was entered/,
+         'a batch\'s event changed: found, naming its statement\'s entry');
+    ($rc, $out) = tampered('journal', "UPDATE mt5credit.journal SET entry = "
+        . "jsonb_set(entry, '{credit_history}', (entry->'credit_history') "
+        . "- 0) WHERE id = $ingest_entry");
+    like($out, qr/the first: journal entry $ingest_entry .*hash is not of its content/,
+         'a row taken out of a batch\'s entry: its hash does not fit');
+    like($out, qr/a fact in credit_history with no entry/,
+         '... and the row it held has none');
+    ($rc, $out) = tampered('journal', "UPDATE mt5credit.journal SET entry = "
+        . "jsonb_set(entry, '{deposit_history}', '{\"not\": \"rows\"}') "
+        . "WHERE id = $ingest_entry");
+    is($rc, 1, 'a batch\'s entry made to hold no array: verify still runs '
+       . 'and finds it') or diag $out;
+    like($out, qr/a fact in deposit_history with no entry/,
+         '... its rows with no entry');
+}
+
+# the batch's map of actors is no way around the journal: a writer that
+# sets it outside ingest_batch() leaves history rows no entry holds, each
+# named
+{
+    my $ref = $sb->create_deposit(client => 'alice', login => 73001,
+                                  amount => 4444, currency => 'USD');
+    $sb->psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+              . "WHERE datname = 'mt5credit' AND pid <> pg_backend_pid()");
+    on_db('postgres', "CREATE DATABASE tamper_marker TEMPLATE mt5credit");
+    on_db('tamper_marker', "BEGIN; SELECT set_config('mt5credit.actors', "
+          . "'x', true); UPDATE mt5credit.deposit SET status = "
+          . "'closed' WHERE reference = '$ref'; COMMIT");
+    ($rc, $out) = verify('tamper_marker');
+    on_db('postgres', "DROP DATABASE tamper_marker");
+    is($rc, 1, 'a deposit moved with a batch\'s map of actors set, outside '
+       . 'a batch: found') or diag $out;
+    like($out, qr/row \d+: a fact in deposit_history with no entry/,
+         '... naming the row no entry holds');
 }
 
 # the journal itself

@@ -110,8 +110,9 @@ typedef struct {
 } mc_audit_chain_t;
 
 /* a row of the chains' COPY: id, chain, seq, prev_hash, hash, entry, xid,
-   source, source_id, the entry's id; len -1: NULL */
-#define MC_AUDIT_ROW  10
+   source, source_id, the entry's id, and of an ingest entry (093) how
+   many credit and deposit history rows it holds; len -1: NULL */
+#define MC_AUDIT_ROW  12
 
 typedef struct {
     int          fields;         /* 0: no row in this message */
@@ -817,7 +818,15 @@ mc_audit_chains(PGconn *conn, mc_audit_queue_t *q, const mc_audit_heads_t *hd,
 
     res = PQexec(conn, "COPY (SELECT id, chain, seq, prev_hash, hash, "
                  "entry::text, xid, source, source_id, "
-                 "(entry->>'id')::bigint FROM mt5credit.journal ORDER BY id) "
+                 "(entry->>'id')::bigint, "
+                 "CASE WHEN chain LIKE 'ingest:%' THEN "
+                 "jsonb_array_length(CASE jsonb_typeof(entry->'credit_history')"
+                 " WHEN 'array' THEN entry->'credit_history' END) END, "
+                 "CASE WHEN chain LIKE 'ingest:%' THEN "
+                 "jsonb_array_length(CASE jsonb_typeof(entry->"
+                 "'deposit_history') WHEN 'array' THEN "
+                 "entry->'deposit_history' END) END "
+                 "FROM mt5credit.journal ORDER BY id) "
                  "TO STDOUT (FORMAT binary)");
     if (PQresultStatus(res) != PGRES_COPY_OUT) {
         fprintf(stderr, "mt5credit audit verify: %s",
@@ -1000,6 +1009,11 @@ mc_audit_chain_entry(mc_audit_chain_t *c, const mc_audit_row_t *row,
     k = mc_audit_kind_of(chain, clen);
     if (k >= 0 && k < MC_AUDIT_HISTORIES) {
         p->history[k]++;
+
+    } else if (k == MC_AUDIT_INGEST) {
+        /* a batch's credits' and deposits' rows: the first two histories */
+        p->history[0] += row->len[10] == 4 ? mc_audit_int4(row->v[10]) : 0;
+        p->history[1] += row->len[11] == 4 ? mc_audit_int4(row->v[11]) : 0;
     }
     source_id = row->len[8] == 8 ? mc_audit_int8(row->v[8]) : 0;
     if (k < 0 || row->len[7] != (int) strlen(mc_audit_kinds[k].source)

@@ -36,8 +36,30 @@
 /*
  * Which table an entry is of, and which row, is read from what its hash
  * covers: the chain's kind and the entry's "id" (the journal's source
- * columns are a convenience, checked as the chains are read).
+ * columns are a convenience, checked as the chains are read).  A
+ * statement's entry (093: events:, ingest:) holds its facts as arrays
+ * keyed by their table, each fact with its "id".
  */
+
+/* each entry of kind's chains, as (id, chain, e) with e the fact */
+#define MC_AUDIT_ENTRIES(kind)                                               \
+    "(SELECT id, chain, entry AS e FROM mt5credit.journal "                  \
+    "  WHERE chain LIKE '" kind ":%')"
+
+/*
+ * ... and each fact a statement's entry (batch's chains) holds of table;
+ * what is not an array of objects holds none, and its rows are found
+ * with no entry
+ */
+#define MC_AUDIT_ENTRIES_AND(table, kind, batch)                             \
+    "(SELECT id, chain, entry AS e FROM mt5credit.journal "                  \
+    "  WHERE chain LIKE '" kind ":%' "                                       \
+    " UNION ALL "                                                            \
+    " SELECT j.id, j.chain, x.e FROM mt5credit.journal j, "                  \
+    "  jsonb_array_elements(CASE jsonb_typeof(j.entry->'" table "') "        \
+    "                       WHEN 'array' THEN j.entry->'" table "' END) "    \
+    "  x(e) "                                                                \
+    "  WHERE j.chain LIKE '" batch ":%' AND jsonb_typeof(x.e) = 'object')"
 
 /* a row that changes and its chain's last entry, as records of its type */
 #define MC_AUDIT_FACTS(table, kind)                                          \
@@ -54,52 +76,73 @@
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
 
 /*
- * A history's rows, each with its one entry (MC_AUDIT_TWICE: not two).
- * In two halves, the rows of even ids and of odd, so that the two
- * connections share a large history: a row and its entry are always in
- * one half, and an entry with no id in the even one.
+ * A history's rows, each with its one entry (MC_AUDIT_TWICE: not two),
+ * from the entries (id, chain, e) of from.  In two halves, the rows of
+ * even ids and of odd, so that the two connections share a large
+ * history: a row and its entry are always in one half, and an entry with
+ * no id in the even one.
  */
-#define MC_AUDIT_HISTORY(table, kind, half)                                  \
+#define MC_AUDIT_HISTORY(table, from, half)                                  \
     MC_AUDIT_FACTS_HEAD(table)                                               \
-    "FROM (SELECT id, chain, (entry->>'id')::bigint AS row_id, "             \
+    "FROM (SELECT id, chain, (e->>'id')::bigint AS row_id, "                 \
     "             jsonb_populate_record(NULL::mt5credit." table              \
-    "                                   , entry) AS fact "                   \
-    "      FROM mt5credit.journal WHERE chain LIKE '" kind ":%' "            \
-    "      AND coalesce((entry->>'id')::bigint & 1, 0) = " half ") j "       \
+    "                                   , e) AS fact "                       \
+    "      FROM " from " a "                                                 \
+    "      WHERE coalesce((e->>'id')::bigint & 1, 0) = " half ") j "         \
     "FULL JOIN (SELECT x.id, x AS fact FROM mt5credit." table " x "          \
     "           WHERE x.id & 1 = " half ") s "                               \
     "ON s.id = j.row_id "                                                    \
     "WHERE j.id IS NULL OR s.id IS NULL OR j.fact IS DISTINCT FROM s.fact "  \
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
 
-#define MC_AUDIT_HISTORIES_OF(table, kind)                                   \
-    MC_AUDIT_HISTORY(table, kind, "0"), MC_AUDIT_HISTORY(table, kind, "1")
+#define MC_AUDIT_HISTORIES_OF(table, from)                                   \
+    MC_AUDIT_HISTORY(table, from, "0"), MC_AUDIT_HISTORY(table, from, "1")
 
-/* a webhook's: all but its body, read back through the row type too */
+/*
+ * A webhook's: all but its body, read back through the row type too; the
+ * newest entry of a row, which its statement's entry holds (events:)
+ * until a change of it is entered alone (event:)
+ */
 #define MC_AUDIT_EVENT_FACTS                                                 \
     MC_AUDIT_FACTS_HEAD("webhook_event")                                     \
-    "FROM (SELECT DISTINCT ON (chain) id, chain, "                           \
-    "             (entry->>'id')::bigint AS row_id, "                        \
-    "             to_jsonb(jsonb_populate_record("                           \
-    "                 NULL::mt5credit.webhook_event, entry)) "               \
-    "             - 'raw_body' - 'body_redacted_at' AS fact "                \
-    "      FROM mt5credit.journal WHERE chain LIKE 'event:%' "               \
-    "      ORDER BY chain, seq DESC) j "                                     \
+    "FROM (SELECT DISTINCT ON (coalesce(row_id, -id)) id, chain, row_id, "   \
+    "             fact "                                                     \
+    "      FROM (SELECT id, chain, (e->>'id')::bigint AS row_id, "           \
+    "                   to_jsonb(jsonb_populate_record("                     \
+    "                       NULL::mt5credit.webhook_event, e)) "             \
+    "                   - 'raw_body' - 'body_redacted_at' AS fact "          \
+    "            FROM " MC_AUDIT_EVENT_ENTRIES " a) a "                      \
+    "      ORDER BY coalesce(row_id, -id), id DESC) j "                      \
     "FULL JOIN (SELECT x.id, to_jsonb(x) - 'raw_body' - 'body_redacted_at' " \
     "           AS fact FROM mt5credit.webhook_event x) s "                  \
     "ON s.id = j.row_id "                                                    \
     "WHERE j.id IS NULL OR s.id IS NULL OR j.fact <> s.fact "                \
     "ORDER BY j.id NULLS LAST, s.id LIMIT 20"
 
-#define MC_AUDIT_TWICE(table, kind)                                          \
-    "SELECT min(id), min(chain), (entry->>'id')::bigint, 'a fact in "        \
-    table " entered more than once' FROM mt5credit.journal "                 \
-    "WHERE chain LIKE '" kind ":%' GROUP BY (entry->>'id')::bigint "         \
-    "HAVING count(*) > 1 ORDER BY 1 LIMIT 20"
+#define MC_AUDIT_EVENT_ENTRIES                                               \
+    MC_AUDIT_ENTRIES_AND("webhook_event", "event", "events")
+#define MC_AUDIT_CREDIT_ENTRIES                                              \
+    MC_AUDIT_ENTRIES_AND("credit_history", "credit", "ingest")
+#define MC_AUDIT_DEPOSIT_ENTRIES                                             \
+    MC_AUDIT_ENTRIES_AND("deposit_history", "deposit", "ingest")
 
-/* a stored body that is not the one its digest names (070 may empty it) */
+#define MC_AUDIT_TWICE(table, from)                                          \
+    "SELECT min(id), min(chain), (e->>'id')::bigint, 'a fact in "            \
+    table " entered more than once' FROM " from " a "                        \
+    "GROUP BY (e->>'id')::bigint HAVING count(*) > 1 ORDER BY 1 LIMIT 20"
+
+/*
+ * A stored body that is not the one its digest names (070 may empty it),
+ * named by the entry its event was stored with
+ */
 #define MC_AUDIT_BODIES                                                      \
     "SELECT coalesce((SELECT min(j.id) FROM mt5credit.journal j "            \
+    "                 WHERE j.chain LIKE 'events:%' "                        \
+    "                   AND j.source_id <= x.id "                            \
+    "                   AND j.entry->'webhook_event' @> "                    \
+    "                       jsonb_build_array(jsonb_build_object('id', "     \
+    "                                                            x.id))), "  \
+    "                (SELECT min(j.id) FROM mt5credit.journal j "            \
     "                 WHERE j.chain = 'event:' || x.id), 0), "               \
     "'event:' || x.id, x.id, 'its stored body is not the one its digest "    \
     "names' FROM mt5credit.webhook_event x "                                 \
@@ -115,11 +158,12 @@
     "(SELECT count(*) FROM mt5credit.case_action)"
 
 const char  *const mc_audit_fact_sql[] = {
-    MC_AUDIT_HISTORIES_OF("credit_history", "credit"),
-    MC_AUDIT_HISTORIES_OF("deposit_history", "deposit"),
-    MC_AUDIT_HISTORIES_OF("payout_history", "payout"),
-    MC_AUDIT_HISTORIES_OF("withdrawal_refund_history", "refund"),
-    MC_AUDIT_HISTORIES_OF("case_action", "case"),
+    MC_AUDIT_HISTORIES_OF("credit_history", MC_AUDIT_CREDIT_ENTRIES),
+    MC_AUDIT_HISTORIES_OF("deposit_history", MC_AUDIT_DEPOSIT_ENTRIES),
+    MC_AUDIT_HISTORIES_OF("payout_history", MC_AUDIT_ENTRIES("payout")),
+    MC_AUDIT_HISTORIES_OF("withdrawal_refund_history",
+                          MC_AUDIT_ENTRIES("refund")),
+    MC_AUDIT_HISTORIES_OF("case_action", MC_AUDIT_ENTRIES("case")),
     MC_AUDIT_FACTS("withdrawal", "withdrawal"),
     MC_AUDIT_FACTS("money_proposal", "proposal"),
     MC_AUDIT_FACTS("risk_rule_change", "rule_change"),
@@ -147,15 +191,17 @@ const mc_audit_kind_t  mc_audit_kinds[] = {
     { "rule_change", "risk_rule_change" },
     { "client_name", "client_name" },
     { "event", "webhook_event" },
+    { "events", "webhook_event" },
+    { "ingest", "mt5_credit" },         /* MC_AUDIT_INGEST */
     { NULL, NULL }
 };
 
 const char  *const mc_audit_twice_sql[MC_AUDIT_HISTORIES] = {
-    MC_AUDIT_TWICE("credit_history", "credit"),
-    MC_AUDIT_TWICE("deposit_history", "deposit"),
-    MC_AUDIT_TWICE("payout_history", "payout"),
-    MC_AUDIT_TWICE("withdrawal_refund_history", "refund"),
-    MC_AUDIT_TWICE("case_action", "case")
+    MC_AUDIT_TWICE("credit_history", MC_AUDIT_CREDIT_ENTRIES),
+    MC_AUDIT_TWICE("deposit_history", MC_AUDIT_DEPOSIT_ENTRIES),
+    MC_AUDIT_TWICE("payout_history", MC_AUDIT_ENTRIES("payout")),
+    MC_AUDIT_TWICE("withdrawal_refund_history", MC_AUDIT_ENTRIES("refund")),
+    MC_AUDIT_TWICE("case_action", MC_AUDIT_ENTRIES("case"))
 };
 
 const char  *const mc_audit_counts_sql = MC_AUDIT_COUNTS;

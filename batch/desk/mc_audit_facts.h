@@ -18,6 +18,9 @@
 /* the histories, whose rows each have one entry: mc_audit_kinds' first */
 #define MC_AUDIT_HISTORIES  5
 
+/* mc_audit_kinds' ingest entry (093), which holds rows of the first two */
+#define MC_AUDIT_INGEST     11
+
 
 typedef struct {
     const char  *kind;           /* a chain's name before its ':' */
