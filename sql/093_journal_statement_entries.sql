@@ -49,12 +49,18 @@
 --   * each of their deposits' one move to succeeded (nothing leaves
 --     succeeded, 013: a deposit has one such row ever).
 --
--- A writer that set the map and wrote facts with no ingest entry would
--- leave rows with no entry: `audit verify` names each (it compares every
--- row of the chained tables with the entries that hold it).
+-- Inside the statement no other history row is written.  Looking the
+-- map up for each row's own credit or deposit would make this exact for
+-- any caller, and cost the batch seven points more (docs/testing.md).
 --
--- The entry's value is stored compressed with lz4: an ingest entry of a
--- batch of 50 is some 40 kB, and pglz took longer than the hash.
+-- The map is a setting, and any session can set one.  A caller that set
+-- it around other writes would leave history rows that no entry holds,
+-- or (a new credit of an old deposit) that two do: `audit verify` names
+-- each, as it compares every row of the chained tables with the entries
+-- that hold it, both ways (t/21).
+--
+-- The entry's value is stored compressed with lz4 (Debian's PostgreSQL
+-- is built with it): an ingest entry of a batch of 50 is some 40 kB.
 --
 -- Re-declared, this file holds their current definitions:
 --   journal_record_events()       (088's: one entry a statement)

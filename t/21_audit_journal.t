@@ -25,6 +25,7 @@ use Test::More;
 
 use lib 't/lib';
 use Mt5Credit::Bench qw(ingest_one_batch);
+use Mt5Credit::Provider qw(stripe_event);
 use Mt5Credit::Stack;
 use Mt5Credit::Worker;
 
@@ -391,24 +392,47 @@ SQL
          '... its rows with no entry');
 }
 
-# the batch's map of actors is no way around the journal: a writer that
-# sets it outside ingest_batch() leaves history rows no entry holds, each
-# named
+# the batch's map of actors is no way around the journal: ingest() called
+# by the edge with a map it set itself writes its deposit's move while
+# the map is set, and that row, which no entry holds, is named
 {
     my $ref = $sb->create_deposit(client => 'alice', login => 73001,
                                   amount => 4444, currency => 'USD');
     $sb->psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
               . "WHERE datname = 'mt5credit' AND pid <> pg_backend_pid()");
-    on_db('postgres', "CREATE DATABASE tamper_marker TEMPLATE mt5credit");
-    on_db('tamper_marker', "BEGIN; SELECT set_config('mt5credit.actors', "
-          . "'x', true); UPDATE mt5credit.deposit SET status = "
-          . "'closed' WHERE reference = '$ref'; COMMIT");
-    ($rc, $out) = verify('tamper_marker');
-    on_db('postgres', "DROP DATABASE tamper_marker");
-    is($rc, 1, 'a deposit moved with a batch\'s map of actors set, outside '
-       . 'a batch: found') or diag $out;
-    like($out, qr/row \d+: a fact in deposit_history with no entry/,
-         '... naming the row no entry holds');
+    on_db('postgres', "CREATE DATABASE map_ingest TEMPLATE mt5credit");
+    my $body = stripe_event(type => 'payment_intent.succeeded',
+                            deposit => $ref, pi => 'pi_audit_map',
+                            id => 'evt_audit_map', amount => 4444);
+    my $r = $sb->psql("SELECT set_config('mt5credit.actors', chr(30) || "
+        . "'c1' || chr(31) || 'someone' || chr(30), false); "
+        . "SELECT outcome FROM mt5credit.ingest('stripe', NULL, "
+        . "'\\x" . unpack('H*', $body) . "'::bytea, 'stripe', "
+        . int(time) . ", NULL)", user => 'edge', db => 'map_ingest');
+    is($r->[-1][0], 'credit_created', 'ingest() called with a map of '
+       . 'actors its caller set');
+    my $row = on_db('map_ingest', "SELECT h.id FROM mt5credit.deposit_history "
+                    . "h JOIN mt5credit.deposit d ON d.id = h.deposit_id "
+                    . "WHERE d.reference = '$ref' AND h.to_status = "
+                    . "'succeeded'")->[0][0];
+    ($rc, $out) = verify('map_ingest');
+    on_db('postgres', "DROP DATABASE map_ingest");
+    is($rc, 1, '... its deposit\'s move, written while the map was set and '
+       . 'held by no entry: found') or diag $out;
+    like($out, qr/row $row: a fact in deposit_history with no entry/,
+         '... and named');
+}
+
+# a batch's row entered alone too: entered twice, and named
+{
+    my $held_row = $sb->sql1("SELECT max(id) FROM mt5credit.credit_history "
+        . "WHERE to_status = 'held' AND credit_id IN ($batch_ids)");
+    ($rc, $out) = tampered('journal', "SELECT mt5credit.journal_append("
+        . "'credit:' || h.credit_id, 'credit_history', h.id, to_jsonb(h)) "
+        . "FROM mt5credit.credit_history h WHERE h.id = $held_row");
+    is($rc, 1, 'a batch\'s row also entered alone: found') or diag $out;
+    like($out, qr/row $held_row\): a fact in credit_history entered more than once/,
+         '... as entered more than once');
 }
 
 # the journal itself
@@ -442,8 +466,9 @@ my $ev = $sb->sql1("SELECT max(id) FROM mt5credit.webhook_event "
                    . "WHERE body_redacted_at IS NULL");
 ($rc, $out) = tampered('webhook_event', "UPDATE mt5credit.webhook_event SET "
     . "raw_body = raw_body || '\\x20'::bytea WHERE id = $ev");
-like($out, qr/row $ev: its stored body is not the one its digest names|event:$ev, row $ev\): its stored body is not the one its digest names/,
-     'a stored webhook body changed: found against its digest');
+like($out, qr/journal entry ${\ entry_of('webhook_event', $ev) } \(events:\d+, row $ev\): its stored body is not the one its digest names/,
+     'a stored webhook body changed: found against its digest, naming the '
+     . 'entry it was stored with');
 
 # every hash of a chain recomputed after an edit: only the signed root knows
 my $resign = <<"SQL";

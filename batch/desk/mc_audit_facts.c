@@ -41,10 +41,13 @@
  * keyed by their table, each fact with its "id".
  */
 
-/* each entry of kind's chains, as (id, chain, e) with e the fact */
+/*
+ * each entry of kind's chains, as (id, chain, e) with e the fact; one
+ * that is not an object holds none (its hash says it was changed)
+ */
 #define MC_AUDIT_ENTRIES(kind)                                               \
     "(SELECT id, chain, entry AS e FROM mt5credit.journal "                  \
-    "  WHERE chain LIKE '" kind ":%')"
+    "  WHERE chain LIKE '" kind ":%' AND jsonb_typeof(entry) = 'object')"
 
 /*
  * ... and each fact a statement's entry (batch's chains) holds of table;
@@ -53,7 +56,7 @@
  */
 #define MC_AUDIT_ENTRIES_AND(table, kind, batch)                             \
     "(SELECT id, chain, entry AS e FROM mt5credit.journal "                  \
-    "  WHERE chain LIKE '" kind ":%' "                                       \
+    "  WHERE chain LIKE '" kind ":%' AND jsonb_typeof(entry) = 'object' "    \
     " UNION ALL "                                                            \
     " SELECT j.id, j.chain, x.e FROM mt5credit.journal j, "                  \
     "  jsonb_array_elements(CASE jsonb_typeof(j.entry->'" table "') "        \
@@ -69,6 +72,7 @@
     "             jsonb_populate_record(NULL::mt5credit." table              \
     "                                   , entry) AS fact "                   \
     "      FROM mt5credit.journal WHERE chain LIKE '" kind ":%' "            \
+    "      AND jsonb_typeof(entry) = 'object' "                              \
     "      ORDER BY chain, seq DESC) j "                                     \
     "FULL JOIN (SELECT x.id, x AS fact FROM mt5credit." table " x) s "       \
     "ON s.id = j.row_id "                                                    \
@@ -136,16 +140,17 @@
  * named by the entry its event was stored with
  */
 #define MC_AUDIT_BODIES                                                      \
-    "SELECT coalesce((SELECT min(j.id) FROM mt5credit.journal j "            \
-    "                 WHERE j.chain LIKE 'events:%' "                        \
-    "                   AND j.source_id <= x.id "                            \
-    "                   AND j.entry->'webhook_event' @> "                    \
-    "                       jsonb_build_array(jsonb_build_object('id', "     \
-    "                                                            x.id))), "  \
-    "                (SELECT min(j.id) FROM mt5credit.journal j "            \
-    "                 WHERE j.chain = 'event:' || x.id), 0), "               \
-    "'event:' || x.id, x.id, 'its stored body is not the one its digest "    \
-    "names' FROM mt5credit.webhook_event x "                                 \
+    "SELECT coalesce(j.id, 0), coalesce(j.chain, 'event:' || x.id), x.id, "  \
+    "'its stored body is not the one its digest names' "                     \
+    "FROM mt5credit.webhook_event x "                                        \
+    "LEFT JOIN LATERAL (SELECT j.id, j.chain FROM mt5credit.journal j "      \
+    "                   WHERE (j.chain LIKE 'events:%' "                     \
+    "                          AND j.source_id <= x.id "                     \
+    "                          AND j.entry->'webhook_event' @> "             \
+    "                              jsonb_build_array(jsonb_build_object("    \
+    "                                  'id', x.id))) "                       \
+    "                      OR j.chain = 'event:' || x.id "                   \
+    "                   ORDER BY j.id LIMIT 1) j ON true "                   \
     "WHERE x.body_redacted_at IS NULL AND sha256(x.raw_body) <> "            \
     "x.body_sha256 ORDER BY x.id LIMIT 20"
 
