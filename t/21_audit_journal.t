@@ -423,6 +423,38 @@ SQL
          '... and named');
 }
 
+# a webhook changed after it was stored (its disposition, as a replay
+# sets it) is entered alone, event:<id> #1; the statement entry it was
+# stored with, removed, is still missed
+{
+    my $ev = $sb->sql1("SELECT max(id) FROM mt5credit.webhook_event");
+    $sb->psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+              . "WHERE datname = 'mt5credit' AND pid <> pg_backend_pid()");
+    on_db('postgres', "CREATE DATABASE event_born TEMPLATE mt5credit");
+    on_db('event_born', "UPDATE mt5credit.webhook_event SET detail = "
+          . "coalesce(detail || ' ', '') || 'replayed' WHERE id = $ev");
+    my $stored = on_db('event_born', "SELECT min(id) FROM mt5credit.journal "
+        . "WHERE chain LIKE 'events:%' AND entry->'webhook_event' @> "
+        . "'[{\"id\": $ev}]'")->[0][0];
+    my $n = on_db('event_born', "SELECT jsonb_array_length("
+        . "entry->'webhook_event') FROM mt5credit.journal WHERE id = "
+        . "$stored")->[0][0];
+    is(on_db('event_born', "SELECT string_agg(chain || ' #' || seq, ',') "
+             . "FROM mt5credit.journal WHERE chain = 'event:$ev'")->[0][0],
+       "event:$ev #1", 'a stored webhook changed: its change entered alone, '
+       . "#1 (its statement's entry held $n)");
+    ($rc, $out) = verify('event_born');
+    is($rc, 0, '... and it fits') or diag $out;
+    on_db('event_born', "SET session_replication_role = replica; DELETE "
+          . "FROM mt5credit.journal WHERE id = $stored");
+    ($rc, $out) = verify('event_born');
+    on_db('postgres', "DROP DATABASE event_born");
+    is($rc, 1, '... the statement entry it was stored with removed: found')
+        or diag $out;
+    like($out, qr/row $ev: a stored webhook that no statement entry holds/,
+         '... naming the webhook');
+}
+
 # a batch's row entered alone too: entered twice, and named
 {
     my $held_row = $sb->sql1("SELECT max(id) FROM mt5credit.credit_history "

@@ -154,6 +154,26 @@
     "WHERE x.body_redacted_at IS NULL AND sha256(x.raw_body) <> "            \
     "x.body_sha256 ORDER BY x.id LIMIT 20"
 
+/*
+ * A webhook stored since statements' entries began (093) that none holds.
+ * Its later changes are entered alone, from event:<id> #1, and do not
+ * pin the entry it was stored with: without this, that entry removed
+ * would go unnoticed while the row has a newer one.
+ */
+#define MC_AUDIT_EVENT_BIRTHS                                                \
+    "SELECT 0, '', x.id, 'a stored webhook that no statement entry holds' "  \
+    "FROM mt5credit.webhook_event x "                                        \
+    "LEFT JOIN (SELECT DISTINCT e->>'id' AS id "                             \
+    "           FROM mt5credit.journal j, "                                  \
+    "           jsonb_array_elements(CASE jsonb_typeof("                     \
+    "               j.entry->'webhook_event') WHEN 'array' "                 \
+    "               THEN j.entry->'webhook_event' END) e "                   \
+    "           WHERE j.chain LIKE 'events:%' "                              \
+    "             AND jsonb_typeof(e) = 'object') b ON b.id = x.id::text "   \
+    "WHERE b.id IS NULL AND x.id >= (SELECT min(j.source_id) "               \
+    "    FROM mt5credit.journal j WHERE j.chain LIKE 'events:%') "           \
+    "ORDER BY x.id LIMIT 20"
+
 /* each history's rows, in mc_audit_kinds' order */
 #define MC_AUDIT_COUNTS                                                      \
     "SELECT (SELECT count(*) FROM mt5credit.credit_history), "               \
@@ -174,6 +194,7 @@ const char  *const mc_audit_fact_sql[] = {
     MC_AUDIT_FACTS("risk_rule_change", "rule_change"),
     MC_AUDIT_FACTS("client_name", "client_name"),
     MC_AUDIT_EVENT_FACTS,
+    MC_AUDIT_EVENT_BIRTHS,
     MC_AUDIT_BODIES,
     NULL
 };
