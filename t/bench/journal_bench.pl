@@ -10,7 +10,8 @@
 #      each round, the median and the spread, on the database's clock
 #      and on its backend's CPU time; then the journal's share of
 #      ingest_batch()'s time (pg_stat_user_functions).  Goal: 10 % or
-#      less.
+#      less.  BENCH_JOURNAL_OFF (a pattern) turns off only the journal
+#      triggers it matches: what that part costs.
 #   2. BENCH_JOURNAL_ENTRIES entries (case actions on 10,000 cases, written
 #      through the triggers as the desk writes them), sealed, then
 #      `mt5credit audit verify` over all of them: every chain recomputed,
