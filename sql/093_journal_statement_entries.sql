@@ -73,7 +73,9 @@ SET ROLE mt5credit_owner;
 ALTER TABLE mt5credit.journal ALTER COLUMN entry SET COMPRESSION lz4;
 
 -- A statement's stored webhooks as one entry: events:<first id>, each
--- fact 081's, in id order
+-- fact 081's, in id order.  The append is inlined here and below, as 083
+-- inlined it into journal_record(): a call of 081's journal_append()
+-- measured a point more of the batch's time (docs/testing.md).
 CREATE OR REPLACE FUNCTION mt5credit.journal_record_events() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
