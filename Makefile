@@ -155,9 +155,10 @@ static:
 # mt5credit: the worker, the resolver, status (batch/).
 # Grouped by part, as nginx groups its sources: lib (configuration, logs,
 # money, PostgreSQL), mt5 (the Web API client), credit (worker, resolver,
-# poll-provider, status), recon, payout, desk (cases, events), tools.
+# poll-provider, status), recon, payout, outbound (signed events to the
+# broker's systems), desk (cases, events), tools.
 BATCH_DIRS   := batch batch/lib batch/mt5 batch/credit batch/recon \
-                batch/payout batch/desk batch/tools
+                batch/payout batch/outbound batch/desk batch/tools
 BATCH_SRCS   := $(foreach d,$(BATCH_DIRS),$(wildcard $(d)/*.c))
 BATCH_HDRS   := $(foreach d,$(BATCH_DIRS),$(wildcard $(d)/*.h))
 BATCH_INC    := $(addprefix -I,$(BATCH_DIRS))
@@ -225,7 +226,7 @@ UNIT_TESTS := $(BUILD)/t/signature_vectors_test $(BUILD)/t/adyen_test \
               $(BUILD)/t/mt5sim_auth_test \
               $(BUILD)/t/mc_money_test $(BUILD)/t/mc_mt5_auth_test \
               $(BUILD)/t/mc_mt5_client_test $(BUILD)/t/mc_settle_test \
-              $(BUILD)/t/mc_merkle_test
+              $(BUILD)/t/mc_merkle_test $(BUILD)/t/mc_whsig_test
 
 unit: $(UNIT_TESTS)
 
@@ -259,6 +260,12 @@ $(BUILD)/t/mc_money_test: t/unit/mc_money_test.c batch/lib/mc_money.c \
 
 $(BUILD)/t/mc_merkle_test: t/unit/mc_merkle_test.c batch/lib/mc_merkle.c \
         batch/lib/mc_merkle.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -o $@ $(filter %.c,$^) \
+	    -lcrypto
+
+$(BUILD)/t/mc_whsig_test: t/unit/mc_whsig_test.c batch/outbound/mc_whsig.c \
+        batch/outbound/mc_whsig.h batch/lib/mc_log.c batch/lib/mc_log.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu99 $(CFLAGS) $(WARN) $(BATCH_INC) -o $@ $(filter %.c,$^) \
 	    -lcrypto
@@ -344,6 +351,7 @@ test-unit: unit
 	$(BUILD)/t/mc_mt5_auth_test
 	$(BUILD)/t/mc_settle_test
 	$(BUILD)/t/mc_merkle_test
+	$(BUILD)/t/mc_whsig_test $$(mktemp -d)
 
 check-upstream: deps
 	t/check-upstream-build

@@ -24,6 +24,8 @@
 #include "mc_cases.h"
 #include "mc_risk.h"
 #include "mc_events.h"
+#include "mc_outbound.h"
+#include "mc_outbox.h"
 #include "mc_pause.h"
 #include "mc_persons.h"
 #include "mc_retention.h"
@@ -192,6 +194,13 @@ static const mc_command_t  mc_commands[] = {
       MC_CONFIG_OPTION MC_ONCE_OPTION MC_HELP_OPTION, 1, "mt5credit-payout",
       mc_payout_run },
 
+    { "outbound", mc_cmd_loop, "[-c FILE] [--once]",
+      "deliver the outbound events (deposit credited, withdrawal\n"
+      "paid, case opened, ...) to each [endpoint], signed per\n"
+      "Standard Webhooks, at least once, on a retry schedule",
+      MC_CONFIG_OPTION MC_ONCE_OPTION MC_HELP_OPTION, 1,
+      "mt5credit-outbound", mc_outbound_run },
+
     { "cases", mc_cmd_cases, "<action> [options]",
       "the case desk: list, show, assign, note, resolve, and the\n"
       "two-person money actions",
@@ -213,6 +222,11 @@ static const mc_command_t  mc_commands[] = {
       "stored webhook events: list, show (the bytes as\n"
       "received), replay through ingest's rules (never a\n"
       "second credit)",
+      NULL, 0, NULL, NULL },
+
+    { "outbox", mc_cmd_cases, "<action> [options]",
+      "outbound events: list, show (the body as sent, every\n"
+      "try), replay one or all since a time, enable an endpoint",
       NULL, 0, NULL, NULL },
 
     { "retention", mc_cmd_cases,
@@ -856,7 +870,7 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
     mc_config_t  *cfg;
 
     /* --config and --database are ours; the rest is the desk's (cases,
-       risk, withdrawals, events, pause, resume, persons) */
+       risk, withdrawals, events, outbox, pause, resume, persons) */
     path = NULL;
     database = NULL;
 
@@ -889,6 +903,9 @@ mc_cmd_cases(const mc_command_t *cmd, int argc, char **argv)
 
     if (strcmp(cmd->name, "events") == 0) {
         rc = mc_events_main(argc, argv, database);
+
+    } else if (strcmp(cmd->name, "outbox") == 0) {
+        rc = mc_outbox_main(argc, argv, database);
 
     } else if (strcmp(cmd->name, "pause") == 0
                || strcmp(cmd->name, "resume") == 0)

@@ -4623,6 +4623,740 @@ $$;
 ALTER FUNCTION mt5credit.open_case(p_kind text, p_severity text, p_dedupe_key text, p_details jsonb, p_credit_id bigint, p_deposit_id bigint, p_webhook_event_id bigint, p_amount_minor bigint, p_currency text) OWNER TO mt5credit_owner;
 
 --
+-- Name: outbound_append_only(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_append_only() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION '% is append-only', TG_TABLE_NAME
+        USING ERRCODE = 'MC140';
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_append_only() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_backlog(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_backlog() RETURNS TABLE(endpoint text, disabled boolean, status text, deliveries bigint, oldest_seconds double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT e.name, e.disabled_at IS NOT NULL, s.status,
+           (SELECT count(*) FROM outbound_delivery d
+            WHERE d.endpoint = e.name AND d.status = s.status),
+           coalesce((SELECT extract(epoch FROM clock_timestamp()
+                                    - min(m.created_at))
+                     FROM outbound_delivery d
+                     JOIN outbound_message m ON m.id = d.message_id
+                     WHERE d.endpoint = e.name AND d.status = s.status), 0)
+    FROM outbound_endpoint e
+    CROSS JOIN (VALUES ('pending'), ('sending'), ('exhausted')) s (status)
+    ORDER BY 1, 3
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_backlog() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_claim(text, text[], integer, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_claim(p_sender text, p_endpoints text[], p_lease_seconds integer, p_limit integer) RETURNS TABLE(message_id bigint, endpoint text, webhook_id text, attempt integer, type text, subject text, seq integer, body text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_lease_seconds < 1 OR p_limit < 1 THEN
+        RAISE EXCEPTION 'a lease of at least a second, at least one '
+                        'delivery' USING ERRCODE = 'MC141';
+    END IF;
+
+    RETURN QUERY
+    WITH due AS (
+        SELECT d.message_id, d.endpoint
+        FROM outbound_delivery d
+        JOIN outbound_endpoint e ON e.name = d.endpoint
+        WHERE d.status = 'pending'
+          AND d.next_at <= clock_timestamp()
+          AND d.endpoint = ANY (p_endpoints)
+          AND e.disabled_at IS NULL
+        ORDER BY d.next_at, d.message_id
+        LIMIT p_limit
+        FOR UPDATE OF d SKIP LOCKED
+    ), claimed AS (
+        UPDATE outbound_delivery d
+        SET status = 'sending', attempts = d.attempts + 1,
+            claimed_by = p_sender,
+            lease_expires_at = clock_timestamp()
+                               + p_lease_seconds * interval '1 second'
+        FROM due
+        WHERE d.message_id = due.message_id AND d.endpoint = due.endpoint
+        RETURNING d.message_id, d.endpoint, d.attempts
+    )
+    SELECT c.message_id, c.endpoint, m.webhook_id, c.attempts, m.type,
+           m.subject, m.seq, m.body
+    FROM claimed c JOIN outbound_message m ON m.id = c.message_id
+    ORDER BY m.id;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_claim(p_sender text, p_endpoints text[], p_lease_seconds integer, p_limit integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_credit_data(bigint); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_credit_data(p_credit bigint) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT jsonb_strip_nulls(jsonb_build_object(
+        'deposit', d.reference,
+        'withdrawal', w.reference,
+        'client_id', coalesce(d.client_id, w.client_id),
+        'mt5_server', c.mt5_server,
+        'mt5_login', c.mt5_login,
+        'credit', c.reference,
+        'kind', c.kind,
+        'direction', c.direction,
+        'amount_minor', c.amount_minor,
+        'currency', c.currency,
+        'paid_amount_minor', c.paid_amount_minor,
+        'paid_currency', c.paid_currency,
+        -- exact: a string, never a float
+        'fx_rate', c.fx_rate::text,
+        'provider', c.provider,
+        'provider_payment_id', c.provider_payment_id,
+        'mt5_deal_ticket', c.mt5_deal_ticket,
+        'status', c.status))
+    FROM mt5_credit c
+    LEFT JOIN deposit d ON d.id = c.deposit_id
+    LEFT JOIN withdrawal w ON w.id = c.withdrawal_id
+    WHERE c.id = p_credit
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_credit_data(p_credit bigint) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_delivered(bigint, text, text, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_delivered(p_message bigint, p_endpoint text, p_sender text, p_http_status integer) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_attempt  integer;
+BEGIN
+    UPDATE outbound_delivery
+    SET status = 'delivered', delivered_at = clock_timestamp(),
+        claimed_by = NULL, lease_expires_at = NULL,
+        last_http_status = p_http_status, last_error = NULL
+    WHERE message_id = p_message AND endpoint = p_endpoint
+      AND status = 'sending' AND claimed_by = p_sender
+    RETURNING attempts INTO v_attempt;
+
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    INSERT INTO outbound_attempt (message_id, endpoint, attempt, sender,
+                                  outcome, http_status)
+    VALUES (p_message, p_endpoint, v_attempt, p_sender, 'delivered',
+            p_http_status);
+
+    UPDATE outbound_endpoint
+    SET failing_since = NULL, last_success_at = clock_timestamp()
+    WHERE name = p_endpoint;
+
+    RETURN true;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_delivered(p_message bigint, p_endpoint text, p_sender text, p_http_status integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_disable_failing(text, text, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_disable_failing(p_endpoint text, p_sender text, p_after_seconds integer) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE outbound_endpoint
+    SET disabled_at = clock_timestamp(),
+        disabled_why = format('failing since %s, no delivery for %s s '
+                              '(outbound_disable_after); noted by %s',
+                              failing_since, p_after_seconds, p_sender)
+    WHERE name = p_endpoint
+      AND disabled_at IS NULL
+      AND failing_since IS NOT NULL
+      AND failing_since <= clock_timestamp()
+                           - p_after_seconds * interval '1 second';
+    RETURN FOUND;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_disable_failing(p_endpoint text, p_sender text, p_after_seconds integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_emit(text, text, jsonb); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_emit(p_type text, p_subject text, p_data jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_seq  integer;
+    v_id   bigint;
+    v_at   timestamptz := clock_timestamp();
+BEGIN
+    INSERT INTO outbound_sequence AS s (subject, last)
+    VALUES (p_subject, 1)
+    ON CONFLICT (subject) DO UPDATE SET last = s.last + 1
+    RETURNING s.last INTO v_seq;
+
+    INSERT INTO outbound_message (type, subject, seq, body, created_at)
+    VALUES (p_type, p_subject, v_seq,
+            jsonb_build_object(
+                'type', p_type,
+                'timestamp', to_char(v_at AT TIME ZONE 'UTC',
+                                     'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                'data', p_data || jsonb_build_object('subject', p_subject,
+                                                     'sequence', v_seq))::text,
+            v_at)
+    RETURNING id INTO v_id;
+
+    INSERT INTO outbound_delivery (message_id, endpoint, next_at)
+    SELECT v_id, e.name, v_at FROM outbound_endpoint e;
+
+    RETURN v_id;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_emit(p_type text, p_subject text, p_data jsonb) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_endpoint_enable(text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_endpoint_enable(p_name text, p_reason text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF coalesce(btrim(p_reason), '') = '' THEN
+        RAISE EXCEPTION 'enabling an endpoint needs a reason'
+            USING ERRCODE = 'MC141';
+    END IF;
+
+    UPDATE outbound_endpoint
+    SET disabled_at = NULL, disabled_why = NULL, failing_since = NULL
+    WHERE name = p_name AND disabled_at IS NOT NULL;
+
+    IF FOUND THEN
+        INSERT INTO outbound_replay (reason, since, endpoint, deliveries)
+        SELECT 'enabled: ' || p_reason, clock_timestamp(), p_name,
+               count(*)::integer
+        FROM outbound_delivery WHERE endpoint = p_name AND status = 'pending';
+    END IF;
+    RETURN FOUND;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_endpoint_enable(p_name text, p_reason text) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_endpoint_register(text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_endpoint_register(p_name text) RETURNS TABLE(disabled_at timestamp with time zone, disabled_why text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO outbound_endpoint (name, registered_by)
+    VALUES (p_name, session_user)
+    ON CONFLICT (name) DO NOTHING;
+
+    RETURN QUERY SELECT e.disabled_at, e.disabled_why
+                 FROM outbound_endpoint e WHERE e.name = p_name;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_endpoint_register(p_name text) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_failed(bigint, text, text, integer, text, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_failed(p_message bigint, p_endpoint text, p_sender text, p_http_status integer, p_error text, p_retry_seconds integer) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_attempt  integer;
+    v_done     boolean := p_retry_seconds IS NULL;
+    v_now      timestamptz := clock_timestamp();
+BEGIN
+    UPDATE outbound_delivery
+    SET status = CASE WHEN v_done THEN 'exhausted' ELSE 'pending' END,
+        exhausted_at = CASE WHEN v_done THEN v_now END,
+        next_at = CASE WHEN v_done THEN next_at
+                       ELSE v_now + p_retry_seconds * interval '1 second'
+                  END,
+        claimed_by = NULL, lease_expires_at = NULL,
+        last_http_status = p_http_status, last_error = left(p_error, 500)
+    WHERE message_id = p_message AND endpoint = p_endpoint
+      AND status = 'sending' AND claimed_by = p_sender
+    RETURNING attempts INTO v_attempt;
+
+    IF NOT FOUND THEN
+        RETURN 'lost';
+    END IF;
+
+    INSERT INTO outbound_attempt (message_id, endpoint, attempt, sender,
+                                  outcome, http_status, error)
+    VALUES (p_message, p_endpoint, v_attempt, p_sender,
+            CASE WHEN v_done THEN 'exhausted' ELSE 'failed' END,
+            p_http_status, left(p_error, 500));
+
+    UPDATE outbound_endpoint
+    SET failing_since = coalesce(failing_since, v_now)
+    WHERE name = p_endpoint;
+
+    RETURN CASE WHEN v_done THEN 'exhausted' ELSE 'retry' END;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_failed(p_message bigint, p_endpoint text, p_sender text, p_http_status integer, p_error text, p_retry_seconds integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_list(timestamp with time zone, text, text, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_list(p_since timestamp with time zone, p_status text, p_subject text, p_limit integer) RETURNS TABLE(webhook_id text, type text, subject text, seq integer, created_at timestamp with time zone, endpoint text, status text, attempts integer, last_http_status integer, last_error text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT m.webhook_id, m.type, m.subject, m.seq, m.created_at,
+           d.endpoint, d.status, d.attempts, d.last_http_status, d.last_error
+    FROM outbound_message m
+    LEFT JOIN outbound_delivery d ON d.message_id = m.id
+    WHERE m.created_at >= coalesce(p_since, '-infinity')
+      AND (p_status IS NULL OR d.status = p_status)
+      AND m.subject = coalesce(p_subject, m.subject)
+    ORDER BY m.id DESC, d.endpoint
+    LIMIT least(coalesce(p_limit, 100), 10000)
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_list(p_since timestamp with time zone, p_status text, p_subject text, p_limit integer) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_message_fixed(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_message_fixed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'an outbound message is never changed or deleted: '
+                    'it is what its receivers were sent'
+        USING ERRCODE = 'MC140';
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_message_fixed() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_on_case(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_on_case() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_dep   bigint := NEW.deposit_id;
+    v_wd    bigint := (NEW.details->'withdrawal'->>'id')::bigint;
+    v_data  jsonb;
+BEGIN
+    IF NEW.credit_id IS NOT NULL THEN
+        SELECT coalesce(v_dep, c.deposit_id), coalesce(v_wd, c.withdrawal_id)
+        INTO v_dep, v_wd
+        FROM mt5_credit c WHERE c.id = NEW.credit_id;
+        v_data := outbound_credit_data(NEW.credit_id);
+    END IF;
+
+    v_data := coalesce(v_data, '{}') || jsonb_strip_nulls(jsonb_build_object(
+        'case_id', NEW.id, 'case_kind', NEW.kind,
+        'severity', NEW.severity,
+        'deposit', (SELECT reference FROM deposit WHERE id = v_dep),
+        'withdrawal', (SELECT reference FROM withdrawal WHERE id = v_wd),
+        'case_amount_minor', NEW.amount_minor,
+        'case_currency', NEW.currency,
+        'at', NEW.opened_at));
+
+    PERFORM outbound_emit('case.opened',
+        CASE WHEN v_dep IS NOT NULL THEN 'deposit:' || v_dep
+             WHEN v_wd IS NOT NULL THEN 'withdrawal:' || v_wd
+             ELSE 'case:' || NEW.id END,
+        v_data);
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_on_case() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_on_credit(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_on_credit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    c       mt5_credit;
+    v_type  text;
+BEGIN
+    SELECT * INTO c FROM mt5_credit WHERE id = NEW.credit_id;
+
+    v_type := CASE
+        WHEN c.kind = 'deposit' THEN
+            CASE NEW.to_status
+            WHEN 'done' THEN 'deposit.credited'
+            WHEN 'held' THEN 'deposit.held'
+            -- two people returned a held payment to its source (079)
+            WHEN 'failed' THEN CASE WHEN NEW.from_status = 'held'
+                                    THEN 'deposit.returned'
+                                    ELSE 'deposit.failed' END
+            END
+        WHEN c.kind = 'refund' AND NEW.to_status = 'done'
+            THEN 'deposit.refunded'
+        WHEN c.kind = 'chargeback' AND NEW.to_status = 'done' THEN
+            CASE WHEN c.direction = 'debit' THEN 'deposit.chargeback'
+                 ELSE 'deposit.chargeback_reversed' END
+        WHEN c.kind = 'withdrawal' THEN
+            CASE NEW.to_status
+            WHEN 'done' THEN 'withdrawal.debited'
+            WHEN 'failed' THEN 'withdrawal.failed'
+            END
+        END;
+
+    IF v_type IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    PERFORM outbound_emit(v_type,
+        CASE WHEN c.deposit_id IS NOT NULL THEN 'deposit:' || c.deposit_id
+             ELSE 'withdrawal:' || c.withdrawal_id END,
+        outbound_credit_data(c.id)
+            || jsonb_build_object('from_status', NEW.from_status,
+                                  'at', NEW.at)
+            || CASE WHEN NEW.to_status = 'failed'
+                    THEN jsonb_build_object('reason',
+                             coalesce(NEW.detail->>'reason',
+                                      NEW.detail->>'error',
+                                      NEW.actor))
+                    ELSE '{}' END);
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_on_credit() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_on_deposit(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_on_deposit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM outbound_emit('deposit.failed', 'deposit:' || d.id,
+        jsonb_build_object('deposit', d.reference,
+                           'client_id', d.client_id,
+                           'mt5_server', d.mt5_server,
+                           'mt5_login', d.mt5_login,
+                           'amount_minor', d.amount_minor,
+                           'currency', d.currency,
+                           'provider', d.provider,
+                           'status', NEW.to_status,
+                           'from_status', NEW.from_status,
+                           'reason', 'payment_failed',
+                           'at', NEW.at))
+    FROM deposit d WHERE d.id = NEW.deposit_id;
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_on_deposit() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_on_leg(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_on_leg() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_w       bigint;
+    v_data    jsonb;
+    v_paid    boolean := NEW.to_status IN ('paid', 'succeeded');
+BEGIN
+    IF TG_TABLE_NAME = 'payout_history' THEN
+        SELECT p.withdrawal_id,
+               jsonb_strip_nulls(jsonb_build_object(
+                   'leg', p.leg, 'leg_kind', 'payout',
+                   'leg_reference', p.reference,
+                   'amount_minor', p.amount_minor, 'currency', p.currency,
+                   'provider', p.provider,
+                   'provider_payout_id', p.provider_payout_id,
+                   'failure_code', p.failure_code))
+        INTO v_w, v_data
+        FROM payout p WHERE p.id = NEW.payout_id;
+    ELSE
+        SELECT r.withdrawal_id,
+               jsonb_strip_nulls(jsonb_build_object(
+                   'leg', r.leg, 'leg_kind', 'refund',
+                   'leg_reference', r.reference,
+                   'amount_minor', r.amount_minor, 'currency', r.currency,
+                   'provider', r.provider,
+                   'provider_refund_id', r.provider_refund_id,
+                   'failure_code', r.failure_code))
+        INTO v_w, v_data
+        FROM withdrawal_refund r WHERE r.id = NEW.refund_id;
+    END IF;
+
+    PERFORM outbound_emit(
+        CASE WHEN v_paid THEN 'withdrawal.paid' ELSE 'withdrawal.failed' END,
+        'withdrawal:' || v_w,
+        v_data || jsonb_build_object(
+            'withdrawal', w.reference, 'client_id', w.client_id,
+            'mt5_server', w.mt5_server, 'mt5_login', w.mt5_login,
+            'withdrawal_amount_minor', w.amount_minor,
+            'withdrawal_currency', w.currency,
+            'status', NEW.to_status, 'from_status', NEW.from_status,
+            'at', NEW.at))
+    FROM withdrawal w WHERE w.id = v_w;
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_on_leg() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_on_withdrawal(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_on_withdrawal() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM outbound_emit('withdrawal.' || NEW.status,
+        'withdrawal:' || NEW.id,
+        jsonb_strip_nulls(jsonb_build_object(
+            'withdrawal', NEW.reference,
+            'client_id', NEW.client_id,
+            'mt5_server', NEW.mt5_server,
+            'mt5_login', NEW.mt5_login,
+            'amount_minor', NEW.amount_minor,
+            'currency', NEW.currency,
+            'provider', NEW.provider,
+            'status', NEW.status,
+            'from_status', OLD.status,
+            'plan_no', NEW.plan_no,
+            'at', NEW.updated_at)));
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_on_withdrawal() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_replay(text, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_replay(p_webhook_id text, p_endpoint text, p_reason text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_n  integer;
+BEGIN
+    IF coalesce(btrim(p_reason), '') = '' THEN
+        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC141';
+    END IF;
+
+    IF NOT EXISTS (SELECT 1 FROM outbound_message
+                   WHERE webhook_id = p_webhook_id)
+    THEN
+        RAISE EXCEPTION 'no outbound message %', p_webhook_id
+            USING ERRCODE = 'MC142';
+    END IF;
+
+    UPDATE outbound_delivery d
+    SET status = 'pending', attempts = 0, next_at = clock_timestamp(),
+        delivered_at = NULL, exhausted_at = NULL
+    FROM outbound_message m
+    WHERE m.webhook_id = p_webhook_id AND d.message_id = m.id
+      AND d.endpoint = coalesce(p_endpoint, d.endpoint)
+      AND d.status <> 'sending';
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+
+    INSERT INTO outbound_replay (reason, webhook_id, endpoint, deliveries)
+    VALUES (p_reason, p_webhook_id, p_endpoint, v_n);
+    RETURN v_n;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_replay(p_webhook_id text, p_endpoint text, p_reason text) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_replay_since(timestamp with time zone, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_replay_since(p_since timestamp with time zone, p_endpoint text, p_reason text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_n  integer;
+    v_k  integer;
+BEGIN
+    IF coalesce(btrim(p_reason), '') = '' THEN
+        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC141';
+    END IF;
+
+    IF p_since IS NULL OR p_since > clock_timestamp() THEN
+        RAISE EXCEPTION 'replay since when? a time in the past'
+            USING ERRCODE = 'MC141';
+    END IF;
+
+    IF p_endpoint IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM outbound_endpoint WHERE name = p_endpoint)
+    THEN
+        RAISE EXCEPTION 'no outbound endpoint %', p_endpoint
+            USING ERRCODE = 'MC142';
+    END IF;
+
+    UPDATE outbound_delivery d
+    SET status = 'pending', attempts = 0, next_at = clock_timestamp(),
+        delivered_at = NULL, exhausted_at = NULL
+    FROM outbound_message m
+    WHERE m.created_at >= p_since AND d.message_id = m.id
+      AND d.endpoint = coalesce(p_endpoint, d.endpoint)
+      AND d.status <> 'sending';
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+
+    INSERT INTO outbound_delivery (message_id, endpoint)
+    SELECT m.id, e.name
+    FROM outbound_message m CROSS JOIN outbound_endpoint e
+    WHERE m.created_at >= p_since
+      AND e.name = coalesce(p_endpoint, e.name)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_k = ROW_COUNT;
+
+    INSERT INTO outbound_replay (reason, since, endpoint, deliveries)
+    VALUES (p_reason, p_since, p_endpoint, v_n + v_k);
+    RETURN v_n + v_k;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_replay_since(p_since timestamp with time zone, p_endpoint text, p_reason text) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_show(text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_show(p_webhook_id text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+    SELECT jsonb_build_object(
+        'webhook_id', m.webhook_id, 'type', m.type, 'subject', m.subject,
+        'sequence', m.seq, 'created_at', m.created_at, 'body', m.body,
+        'deliveries', (SELECT coalesce(jsonb_agg(to_jsonb(d)
+                                                 ORDER BY d.endpoint), '[]')
+                       FROM outbound_delivery d WHERE d.message_id = m.id),
+        'attempts', (SELECT coalesce(jsonb_agg(to_jsonb(a) ORDER BY a.id),
+                                     '[]')
+                     FROM outbound_attempt a WHERE a.message_id = m.id),
+        'replays', (SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.id),
+                                    '[]')
+                    FROM outbound_replay r
+                    WHERE r.webhook_id = m.webhook_id))
+    FROM outbound_message m WHERE m.webhook_id = p_webhook_id
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_show(p_webhook_id text) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_sweep(text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_sweep(p_sender text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+DECLARE
+    v_n  integer;
+BEGIN
+    WITH gone AS (
+        UPDATE outbound_delivery d
+        SET status = 'pending', next_at = clock_timestamp(),
+            claimed_by = NULL, lease_expires_at = NULL,
+            last_error = 'lease expired: its sender stopped mid-send'
+        WHERE d.status = 'sending'
+          AND d.lease_expires_at < clock_timestamp()
+        RETURNING d.message_id, d.endpoint, d.attempts
+    )
+    INSERT INTO outbound_attempt (message_id, endpoint, attempt, sender,
+                                  outcome, error)
+    SELECT g.message_id, g.endpoint, g.attempts, p_sender, 'lease_expired',
+           'its sender stopped mid-send'
+    FROM gone g;
+
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_sweep(p_sender text) OWNER TO mt5credit_owner;
+
+--
 -- Name: pause_guard(); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -12463,6 +13197,182 @@ ALTER TABLE mt5credit.mt5_credit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
 
 
 --
+-- Name: outbound_attempt; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.outbound_attempt (
+    id bigint NOT NULL,
+    message_id bigint NOT NULL,
+    endpoint text NOT NULL,
+    attempt integer NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    sender text NOT NULL,
+    outcome text NOT NULL,
+    http_status integer,
+    error text,
+    CONSTRAINT outbound_attempt_attempt_check CHECK ((attempt > 0)),
+    CONSTRAINT outbound_attempt_outcome_check CHECK ((outcome = ANY (ARRAY['delivered'::text, 'failed'::text, 'exhausted'::text, 'lease_expired'::text])))
+);
+
+
+ALTER TABLE mt5credit.outbound_attempt OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_attempt_id_seq; Type: SEQUENCE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE mt5credit.outbound_attempt ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME mt5credit.outbound_attempt_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: outbound_delivery; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.outbound_delivery (
+    message_id bigint NOT NULL,
+    endpoint text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    claimed_by text,
+    lease_expires_at timestamp with time zone,
+    last_http_status integer,
+    last_error text,
+    delivered_at timestamp with time zone,
+    exhausted_at timestamp with time zone,
+    CONSTRAINT outbound_delivery_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT outbound_delivery_delivered CHECK (((status = 'delivered'::text) = (delivered_at IS NOT NULL))),
+    CONSTRAINT outbound_delivery_exhausted CHECK (((status = 'exhausted'::text) = (exhausted_at IS NOT NULL))),
+    CONSTRAINT outbound_delivery_lease CHECK (((status = 'sending'::text) = ((lease_expires_at IS NOT NULL) AND (claimed_by IS NOT NULL)))),
+    CONSTRAINT outbound_delivery_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'sending'::text, 'delivered'::text, 'exhausted'::text])))
+);
+
+
+ALTER TABLE mt5credit.outbound_delivery OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_endpoint; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.outbound_endpoint (
+    name text NOT NULL,
+    registered_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    registered_by text NOT NULL,
+    failing_since timestamp with time zone,
+    last_success_at timestamp with time zone,
+    disabled_at timestamp with time zone,
+    disabled_why text,
+    CONSTRAINT outbound_endpoint_disabled_why CHECK (((disabled_at IS NULL) = (disabled_why IS NULL))),
+    CONSTRAINT outbound_endpoint_name_check CHECK ((name ~ '^[A-Za-z0-9_.-]{1,63}$'::text))
+);
+
+
+ALTER TABLE mt5credit.outbound_endpoint OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE outbound_endpoint; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.outbound_endpoint IS 'A receiver of outbound events, registered by the sender configured for it (095); its url and secrets are the sender''s configuration. Disabled after failing for outbound_disable_after; enabled again by a person (outbound_endpoint_enable()).';
+
+
+--
+-- Name: outbound_message; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.outbound_message (
+    id bigint NOT NULL,
+    webhook_id text DEFAULT ('msg_'::text || replace((gen_random_uuid())::text, '-'::text, ''::text)) NOT NULL,
+    type text NOT NULL,
+    subject text NOT NULL,
+    seq integer NOT NULL,
+    body text NOT NULL,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT outbound_message_seq_check CHECK ((seq > 0)),
+    CONSTRAINT outbound_message_subject_check CHECK ((subject ~ '^(deposit|withdrawal|case):[0-9]+$'::text)),
+    CONSTRAINT outbound_message_type_check CHECK ((type = ANY (ARRAY['deposit.credited'::text, 'deposit.failed'::text, 'deposit.held'::text, 'deposit.returned'::text, 'deposit.refunded'::text, 'deposit.chargeback'::text, 'deposit.chargeback_reversed'::text, 'withdrawal.approved'::text, 'withdrawal.rejected'::text, 'withdrawal.cancelled'::text, 'withdrawal.debited'::text, 'withdrawal.paid'::text, 'withdrawal.failed'::text, 'case.opened'::text]))),
+    CONSTRAINT outbound_message_webhook_id_check CHECK ((webhook_id ~ '^msg_[0-9a-f]{32}$'::text))
+);
+
+
+ALTER TABLE mt5credit.outbound_message OWNER TO mt5credit_owner;
+
+--
+-- Name: TABLE outbound_message; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+COMMENT ON TABLE mt5credit.outbound_message IS 'One outbound event, written by the transaction that made its change (095).  body is what is signed and sent, every time; never changed.';
+
+
+--
+-- Name: outbound_message_id_seq; Type: SEQUENCE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE mt5credit.outbound_message ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME mt5credit.outbound_message_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: outbound_replay; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.outbound_replay (
+    id bigint NOT NULL,
+    replayed_by text DEFAULT mt5credit.person() NOT NULL,
+    replayed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    reason text NOT NULL,
+    webhook_id text,
+    since timestamp with time zone,
+    endpoint text,
+    deliveries integer NOT NULL,
+    CONSTRAINT outbound_replay_check CHECK (((webhook_id IS NULL) <> (since IS NULL))),
+    CONSTRAINT outbound_replay_reason_check CHECK ((btrim(reason) <> ''::text))
+);
+
+
+ALTER TABLE mt5credit.outbound_replay OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_replay_id_seq; Type: SEQUENCE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE mt5credit.outbound_replay ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME mt5credit.outbound_replay_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: outbound_sequence; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TABLE mt5credit.outbound_sequence (
+    subject text NOT NULL,
+    last integer NOT NULL,
+    CONSTRAINT outbound_sequence_last_check CHECK ((last > 0))
+);
+
+
+ALTER TABLE mt5credit.outbound_sequence OWNER TO mt5credit_owner;
+
+--
 -- Name: pause; Type: TABLE; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -13910,6 +14820,70 @@ ALTER TABLE ONLY mt5credit.mt5_credit
 
 
 --
+-- Name: outbound_attempt outbound_attempt_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_attempt
+    ADD CONSTRAINT outbound_attempt_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: outbound_delivery outbound_delivery_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_delivery
+    ADD CONSTRAINT outbound_delivery_pkey PRIMARY KEY (message_id, endpoint);
+
+
+--
+-- Name: outbound_endpoint outbound_endpoint_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_endpoint
+    ADD CONSTRAINT outbound_endpoint_pkey PRIMARY KEY (name);
+
+
+--
+-- Name: outbound_message outbound_message_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_message
+    ADD CONSTRAINT outbound_message_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: outbound_message outbound_message_subject_seq_key; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_message
+    ADD CONSTRAINT outbound_message_subject_seq_key UNIQUE (subject, seq);
+
+
+--
+-- Name: outbound_message outbound_message_webhook_id_key; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_message
+    ADD CONSTRAINT outbound_message_webhook_id_key UNIQUE (webhook_id);
+
+
+--
+-- Name: outbound_replay outbound_replay_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_replay
+    ADD CONSTRAINT outbound_replay_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: outbound_sequence outbound_sequence_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_sequence
+    ADD CONSTRAINT outbound_sequence_pkey PRIMARY KEY (subject);
+
+
+--
 -- Name: pause pause_pkey; Type: CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14517,6 +15491,27 @@ CREATE INDEX mt5_credit_pending_idx ON mt5credit.mt5_credit USING btree (id) WHE
 
 
 --
+-- Name: outbound_attempt_delivery; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE INDEX outbound_attempt_delivery ON mt5credit.outbound_attempt USING btree (message_id, endpoint);
+
+
+--
+-- Name: outbound_delivery_due; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE INDEX outbound_delivery_due ON mt5credit.outbound_delivery USING btree (next_at) WHERE (status = 'pending'::text);
+
+
+--
+-- Name: outbound_delivery_sending; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE INDEX outbound_delivery_sending ON mt5credit.outbound_delivery USING btree (lease_expires_at) WHERE (status = 'sending'::text);
+
+
+--
 -- Name: pause_one_active; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14727,6 +15722,13 @@ CREATE TRIGGER case_no_delete BEFORE DELETE ON mt5credit."case" FOR EACH ROW EXE
 
 
 --
+-- Name: case case_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER case_outbound AFTER INSERT ON mt5credit."case" FOR EACH ROW EXECUTE FUNCTION mt5credit.outbound_on_case();
+
+
+--
 -- Name: client_name client_name_journal; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14783,6 +15785,13 @@ CREATE TRIGGER credit_history_no_truncate BEFORE TRUNCATE ON mt5credit.credit_hi
 
 
 --
+-- Name: credit_history credit_history_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER credit_history_outbound AFTER INSERT ON mt5credit.credit_history FOR EACH ROW WHEN ((new.to_status = ANY (ARRAY['done'::text, 'failed'::text, 'held'::text]))) EXECUTE FUNCTION mt5credit.outbound_on_credit();
+
+
+--
 -- Name: database_rewind database_rewind_append_only; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -14829,6 +15838,13 @@ CREATE TRIGGER deposit_history_append_only BEFORE DELETE OR UPDATE OR TRUNCATE O
 --
 
 CREATE TRIGGER deposit_history_journal AFTER INSERT ON mt5credit.deposit_history FOR EACH ROW WHEN ((COALESCE(current_setting('mt5credit.actors'::text, true), ''::text) = ''::text)) EXECUTE FUNCTION mt5credit.journal_record('deposit_id', 'deposit', 'locked', 'created');
+
+
+--
+-- Name: deposit_history deposit_history_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER deposit_history_outbound AFTER INSERT ON mt5credit.deposit_history FOR EACH ROW WHEN ((new.to_status = 'failed'::text)) EXECUTE FUNCTION mt5credit.outbound_on_deposit();
 
 
 --
@@ -14979,6 +15995,41 @@ CREATE TRIGGER mt5_credit_withdrawal_fixed BEFORE UPDATE OF withdrawal_id ON mt5
 
 
 --
+-- Name: outbound_attempt outbound_attempt_append_only; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER outbound_attempt_append_only BEFORE DELETE OR UPDATE ON mt5credit.outbound_attempt FOR EACH ROW EXECUTE FUNCTION mt5credit.outbound_append_only();
+
+
+--
+-- Name: outbound_attempt outbound_attempt_no_truncate; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER outbound_attempt_no_truncate BEFORE TRUNCATE ON mt5credit.outbound_attempt FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.outbound_append_only();
+
+
+--
+-- Name: outbound_message outbound_message_fixed; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER outbound_message_fixed BEFORE DELETE OR UPDATE ON mt5credit.outbound_message FOR EACH ROW EXECUTE FUNCTION mt5credit.outbound_message_fixed();
+
+
+--
+-- Name: outbound_replay outbound_replay_append_only; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER outbound_replay_append_only BEFORE DELETE OR UPDATE ON mt5credit.outbound_replay FOR EACH ROW EXECUTE FUNCTION mt5credit.outbound_append_only();
+
+
+--
+-- Name: outbound_replay outbound_replay_no_truncate; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER outbound_replay_no_truncate BEFORE TRUNCATE ON mt5credit.outbound_replay FOR EACH STATEMENT EXECUTE FUNCTION mt5credit.outbound_append_only();
+
+
+--
 -- Name: pause pause_guard; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -15025,6 +16076,13 @@ CREATE TRIGGER payout_history_append_only BEFORE DELETE OR UPDATE ON mt5credit.p
 --
 
 CREATE TRIGGER payout_history_journal AFTER INSERT ON mt5credit.payout_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('payout_id', 'payout');
+
+
+--
+-- Name: payout_history payout_history_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER payout_history_outbound AFTER INSERT ON mt5credit.payout_history FOR EACH ROW WHEN ((new.to_status = ANY (ARRAY['paid'::text, 'rejected'::text]))) EXECUTE FUNCTION mt5credit.outbound_on_leg();
 
 
 --
@@ -15308,6 +16366,13 @@ CREATE TRIGGER withdrawal_on_hold_again AFTER UPDATE ON mt5credit.withdrawal FOR
 
 
 --
+-- Name: withdrawal withdrawal_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_outbound AFTER UPDATE OF status ON mt5credit.withdrawal FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['approved'::text, 'rejected'::text, 'cancelled'::text])))) EXECUTE FUNCTION mt5credit.outbound_on_withdrawal();
+
+
+--
 -- Name: withdrawal withdrawal_payable; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -15347,6 +16412,13 @@ CREATE TRIGGER withdrawal_refund_history_append_only BEFORE DELETE OR UPDATE ON 
 --
 
 CREATE TRIGGER withdrawal_refund_history_journal AFTER INSERT ON mt5credit.withdrawal_refund_history FOR EACH ROW EXECUTE FUNCTION mt5credit.journal_record('refund_id', 'refund');
+
+
+--
+-- Name: withdrawal_refund_history withdrawal_refund_history_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_refund_history_outbound AFTER INSERT ON mt5credit.withdrawal_refund_history FOR EACH ROW WHEN ((new.to_status = ANY (ARRAY['succeeded'::text, 'failed'::text]))) EXECUTE FUNCTION mt5credit.outbound_on_leg();
 
 
 --
@@ -15584,6 +16656,30 @@ ALTER TABLE ONLY mt5credit.mt5_credit
 
 ALTER TABLE ONLY mt5credit.mt5_credit
     ADD CONSTRAINT mt5_credit_withdrawal_terms_fkey FOREIGN KEY (withdrawal_id, withdrawal_amount_minor, withdrawal_status) REFERENCES mt5credit.withdrawal(id, amount_minor, status);
+
+
+--
+-- Name: outbound_attempt outbound_attempt_message_id_endpoint_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_attempt
+    ADD CONSTRAINT outbound_attempt_message_id_endpoint_fkey FOREIGN KEY (message_id, endpoint) REFERENCES mt5credit.outbound_delivery(message_id, endpoint);
+
+
+--
+-- Name: outbound_delivery outbound_delivery_endpoint_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_delivery
+    ADD CONSTRAINT outbound_delivery_endpoint_fkey FOREIGN KEY (endpoint) REFERENCES mt5credit.outbound_endpoint(name);
+
+
+--
+-- Name: outbound_delivery outbound_delivery_message_id_fkey; Type: FK CONSTRAINT; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+ALTER TABLE ONLY mt5credit.outbound_delivery
+    ADD CONSTRAINT outbound_delivery_message_id_fkey FOREIGN KEY (message_id) REFERENCES mt5credit.outbound_message(id);
 
 
 --
@@ -15953,6 +17049,7 @@ GRANT USAGE ON SCHEMA mt5credit TO mt5credit_console;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_person_admin;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_retention;
 GRANT USAGE ON SCHEMA mt5credit TO mt5credit_audit;
+GRANT USAGE ON SCHEMA mt5credit TO mt5credit_outbound;
 
 
 --
@@ -16684,6 +17781,169 @@ REVOKE ALL ON FUNCTION mt5credit.names_match(p_a text, p_b text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.open_case(p_kind text, p_severity text, p_dedupe_key text, p_details jsonb, p_credit_id bigint, p_deposit_id bigint, p_webhook_event_id bigint, p_amount_minor bigint, p_currency text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_append_only(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_append_only() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_backlog(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_backlog() FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_backlog() TO mt5credit_outbound;
+GRANT ALL ON FUNCTION mt5credit.outbound_backlog() TO mt5credit_operator;
+GRANT ALL ON FUNCTION mt5credit.outbound_backlog() TO mt5credit_reader;
+
+
+--
+-- Name: FUNCTION outbound_claim(p_sender text, p_endpoints text[], p_lease_seconds integer, p_limit integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_claim(p_sender text, p_endpoints text[], p_lease_seconds integer, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_claim(p_sender text, p_endpoints text[], p_lease_seconds integer, p_limit integer) TO mt5credit_outbound;
+
+
+--
+-- Name: FUNCTION outbound_credit_data(p_credit bigint); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_credit_data(p_credit bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_delivered(p_message bigint, p_endpoint text, p_sender text, p_http_status integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_delivered(p_message bigint, p_endpoint text, p_sender text, p_http_status integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_delivered(p_message bigint, p_endpoint text, p_sender text, p_http_status integer) TO mt5credit_outbound;
+
+
+--
+-- Name: FUNCTION outbound_disable_failing(p_endpoint text, p_sender text, p_after_seconds integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_disable_failing(p_endpoint text, p_sender text, p_after_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_disable_failing(p_endpoint text, p_sender text, p_after_seconds integer) TO mt5credit_outbound;
+
+
+--
+-- Name: FUNCTION outbound_emit(p_type text, p_subject text, p_data jsonb); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_emit(p_type text, p_subject text, p_data jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_endpoint_enable(p_name text, p_reason text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_endpoint_enable(p_name text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_endpoint_enable(p_name text, p_reason text) TO mt5credit_operator;
+
+
+--
+-- Name: FUNCTION outbound_endpoint_register(p_name text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_endpoint_register(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_endpoint_register(p_name text) TO mt5credit_outbound;
+
+
+--
+-- Name: FUNCTION outbound_failed(p_message bigint, p_endpoint text, p_sender text, p_http_status integer, p_error text, p_retry_seconds integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_failed(p_message bigint, p_endpoint text, p_sender text, p_http_status integer, p_error text, p_retry_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_failed(p_message bigint, p_endpoint text, p_sender text, p_http_status integer, p_error text, p_retry_seconds integer) TO mt5credit_outbound;
+
+
+--
+-- Name: FUNCTION outbound_list(p_since timestamp with time zone, p_status text, p_subject text, p_limit integer); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_list(p_since timestamp with time zone, p_status text, p_subject text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_list(p_since timestamp with time zone, p_status text, p_subject text, p_limit integer) TO mt5credit_operator;
+GRANT ALL ON FUNCTION mt5credit.outbound_list(p_since timestamp with time zone, p_status text, p_subject text, p_limit integer) TO mt5credit_reader;
+
+
+--
+-- Name: FUNCTION outbound_message_fixed(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_message_fixed() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_on_case(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_on_case() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_on_credit(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_on_credit() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_on_deposit(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_on_deposit() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_on_leg(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_on_leg() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_on_withdrawal(); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_on_withdrawal() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_replay(p_webhook_id text, p_endpoint text, p_reason text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_replay(p_webhook_id text, p_endpoint text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_replay(p_webhook_id text, p_endpoint text, p_reason text) TO mt5credit_operator;
+
+
+--
+-- Name: FUNCTION outbound_replay_since(p_since timestamp with time zone, p_endpoint text, p_reason text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_replay_since(p_since timestamp with time zone, p_endpoint text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_replay_since(p_since timestamp with time zone, p_endpoint text, p_reason text) TO mt5credit_operator;
+
+
+--
+-- Name: FUNCTION outbound_show(p_webhook_id text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_show(p_webhook_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_show(p_webhook_id text) TO mt5credit_operator;
+GRANT ALL ON FUNCTION mt5credit.outbound_show(p_webhook_id text) TO mt5credit_reader;
+
+
+--
+-- Name: FUNCTION outbound_sweep(p_sender text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_sweep(p_sender text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_sweep(p_sender text) TO mt5credit_outbound;
 
 
 --

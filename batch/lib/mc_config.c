@@ -104,6 +104,9 @@ static const mc_key_t  mc_main_keys[] = {
       0, 0, "poll-provider: the same, on its own address (default: none)" },
     { "payout_metrics_listen", MC_KEY_STR, MC_MAIN(payout_metrics_listen),
       0, 0, "payout: the same, on its own address (default: none)" },
+    { "outbound_metrics_listen", MC_KEY_STR,
+      MC_MAIN(outbound_metrics_listen), 0, 0,
+      "outbound: the same, on its own address (default: none)" },
     { "log_format", MC_KEY_STR, MC_MAIN(log_format), 0, 0,
       "text, or json: one object a line, with credit, ref, server, login "
       "and payout as fields where the line names them (text)" },
@@ -195,6 +198,25 @@ static const mc_key_t  mc_main_keys[] = {
       "payout: the generic rail's API (https://)" },
     { "payout_api_key_file", MC_KEY_STR, MC_MAIN(payout_api_key_file), 0, 0,
       "payout: file holding the generic rail's API key" },
+    { "outbound_database", MC_KEY_STR, MC_MAIN(outbound_database), 0, 0,
+      "outbound: libpq conninfo; log in as a member of mt5credit_outbound "
+      "(default: database)" },
+    { "outbound_timeout", MC_KEY_SECONDS, MC_MAIN(outbound_timeout), 1, 60,
+      "outbound: seconds one delivery may take, connecting included (15)" },
+    { "outbound_interval", MC_KEY_SECONDS, MC_MAIN(outbound_interval), 1,
+      3600, "outbound: seconds between rounds when nothing is due (1)" },
+    { "outbound_batch", MC_KEY_INT, MC_MAIN(outbound_batch), 1, 1000,
+      "outbound: deliveries claimed at once, each leased for "
+      "outbound_batch x outbound_timeout + 30 s (20)" },
+    { "outbound_retry", MC_KEY_STR, MC_MAIN(outbound_retry), 0, 0,
+      "outbound: the waits before each retry, comma-separated durations; "
+      "after the last the delivery is exhausted and alerted (5s, 5m, 30m, "
+      "2h, 5h, 10h, 10h: Svix's)" },
+    { "outbound_disable_after", MC_KEY_SECONDS,
+      MC_MAIN(outbound_disable_after), 1, 365 * 86400,
+      "outbound: an endpoint with no delivery for this long while failing "
+      "is disabled and alerted; its events wait for a person to enable it "
+      "(5d)" },
     { "desk_database", MC_KEY_STR, MC_MAIN(desk_database), 0, 0,
       "cases: libpq conninfo; each person logs in as their own role, "
       "member of mt5credit_operator (default: libpq's PG* environment)" },
@@ -229,6 +251,23 @@ static const mc_key_t  mc_server_keys[] = {
 };
 
 
+#define MC_EP(f)    offsetof(mc_endpoint_config_t, f),                       \
+                    sizeof(((mc_endpoint_config_t *) 0)->f)
+
+static const mc_key_t  mc_endpoint_keys[] = {
+    { "url", MC_KEY_STR, MC_EP(url), 0, 0,
+      "https:// address the events are POSTed to (required; plain HTTP "
+      "only to 127.0.0.1 or localhost, for tests); never redirected" },
+    { "secret_file", MC_KEY_STR, MC_EP(secret_file), 0, 0,
+      "file of the endpoint's signing secrets, whsec_<base64>, one a line "
+      "(required; mode 0600): every line signs, so during a rotation it "
+      "holds the new and the old" },
+    { "ca_file", MC_KEY_STR, MC_EP(ca_file), 0, 0,
+      "CA bundle for the receiver's certificate (default: system CAs)" },
+    { NULL, 0, 0, 0, 0, 0, NULL }
+};
+
+
 /* the keys given so far, by section (0: the main one), to refuse twice */
 typedef struct {
     int   n;
@@ -251,6 +290,9 @@ static int mc_config_listens(const mc_config_t *cfg, char *err,
     size_t errlen);
 static int mc_config_password(mc_server_config_t *s, char *err,
     size_t errlen);
+static int mc_config_endpoint_section(mc_config_t *cfg, const char *name,
+    mc_endpoint_config_t **endpoint, char *err, size_t errlen);
+static int mc_config_outbound(mc_config_t *cfg, char *err, size_t errlen);
 
 
 static void
@@ -304,6 +346,11 @@ mc_config_defaults(mc_config_t *cfg)
     cfg->payout_recheck = 600;
     cfg->payout_paid_watch = 14 * 86400;
     cfg->payout_interval = 10;
+    strcpy(cfg->outbound_retry, "5s, 5m, 30m, 2h, 5h, 10h, 10h");
+    cfg->outbound_timeout = 15;
+    cfg->outbound_interval = 1;
+    cfg->outbound_batch = 20;
+    cfg->outbound_disable_after = 5 * 86400;
     strcpy(cfg->payout_rail, "none");
     strcpy(cfg->recon_out, ".");
 }
@@ -317,7 +364,8 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
     FILE                *f;
     size_t               len;
     mc_config_seen_t     seen;
-    mc_server_config_t  *server;
+    mc_server_config_t    *server;
+    mc_endpoint_config_t  *endpoint;
 
     mc_config_defaults(cfg);
     snprintf(cfg->path, sizeof(cfg->path), "%s", path);
@@ -329,6 +377,7 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
     }
 
     server = NULL;
+    endpoint = NULL;
     section = 0;
     lineno = 0;
     rc = 0;
@@ -354,11 +403,31 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
         if (*p == '[') {
             char  name[64];
 
+            if (sscanf(p, "[endpoint %63[A-Za-z0-9_.-]]", name) == 1
+                && p[strlen(p) - 1] == ']')
+            {
+                if (mc_config_endpoint_section(cfg, name, &endpoint, err,
+                                               errlen) != 0)
+                {
+                    /* prefix the location to what it said */
+                    char  what[256];
+
+                    snprintf(what, sizeof(what), "%s", err);
+                    snprintf(err, errlen, "%s:%d: %s", path, lineno, what);
+                    rc = -1;
+                    break;
+                }
+
+                server = NULL;
+                section = 100 + cfg->nendpoints;
+                continue;
+            }
+
             if (sscanf(p, "[server %63[A-Za-z0-9_.-]]", name) != 1
                 || p[strlen(p) - 1] != ']')
             {
-                snprintf(err, errlen, "%s:%d: expected \"[server <name>]\"",
-                         path, lineno);
+                snprintf(err, errlen, "%s:%d: expected \"[server <name>]\" "
+                         "or \"[endpoint <name>]\"", path, lineno);
                 rc = -1;
                 break;
             }
@@ -378,6 +447,7 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
             }
 
             server = &cfg->servers[cfg->nservers++];
+            endpoint = NULL;
             section = cfg->nservers;
             snprintf(server->name, sizeof(server->name), "%s", name);
             server->tls_verify = 1;
@@ -418,13 +488,20 @@ mc_config_load(const char *path, mc_config_t *cfg, char *err, size_t errlen)
         /* a key given twice would leave one of the two silently unused */
         if (mc_config_seen(&seen, section, key) != 0) {
             snprintf(err, errlen, "%s:%d: %s is given twice in %s%s%s", path,
-                     lineno, key, server ? "[server " : "the main section",
-                     server ? server->name : "", server ? "]" : "");
+                     lineno, key,
+                     server ? "[server " : endpoint ? "[endpoint "
+                                                    : "the main section",
+                     server ? server->name : endpoint ? endpoint->name : "",
+                     server || endpoint ? "]" : "");
             rc = -1;
             break;
         }
 
-        if (server != NULL) {
+        if (endpoint != NULL) {
+            rc = mc_config_set(mc_endpoint_keys, endpoint, key, value, err,
+                               errlen);
+
+        } else if (server != NULL) {
             rc = mc_config_set(mc_server_keys, server, key, value, err,
                                errlen);
         } else {
@@ -502,6 +579,13 @@ mc_config_usage(FILE *f)
             "credits carry in mt5_server):\n");
 
     for (k = mc_server_keys; k->name; k++) {
+        fprintf(f, "  %-18s %s\n", k->name, k->help);
+    }
+
+    fprintf(f, "\none section per receiver of outbound events, \"[endpoint "
+            "<name>]\" (mt5credit outbound; docs/portal-integration.md):\n");
+
+    for (k = mc_endpoint_keys; k->name; k++) {
         fprintf(f, "  %-18s %s\n", k->name, k->help);
     }
 }
@@ -808,6 +892,10 @@ mc_config_finish(mc_config_t *cfg, char *err, size_t errlen)
         return -1;
     }
 
+    if (mc_config_outbound(cfg, err, errlen) != 0) {
+        return -1;
+    }
+
     for (i = 0; i < cfg->nservers; i++) {
         s = &cfg->servers[i];
 
@@ -891,14 +979,16 @@ mc_config_listens(const mc_config_t *cfg, char *err, size_t errlen)
 {
     int          i, j;
     char         why[256];
-    const char  *v[3], *k[3] = { "metrics_listen", "query_metrics_listen",
-                                 "payout_metrics_listen" };
+    const char  *v[4], *k[4] = { "metrics_listen", "query_metrics_listen",
+                                 "payout_metrics_listen",
+                                 "outbound_metrics_listen" };
 
     v[0] = cfg->metrics_listen;
     v[1] = cfg->query_metrics_listen;
     v[2] = cfg->payout_metrics_listen;
+    v[3] = cfg->outbound_metrics_listen;
 
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         if (v[i][0] == '\0') {
             continue;
         }
@@ -914,6 +1004,92 @@ mc_config_listens(const mc_config_t *cfg, char *err, size_t errlen)
                          "program needs its own", cfg->path, k[j], k[i], v[i]);
                 return -1;
             }
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+mc_config_endpoint_section(mc_config_t *cfg, const char *name,
+    mc_endpoint_config_t **endpoint, char *err, size_t errlen)
+{
+    int  i;
+
+    for (i = 0; i < cfg->nendpoints; i++) {
+        if (strcmp(cfg->endpoints[i].name, name) == 0) {
+            snprintf(err, errlen, "endpoint \"%s\" is duplicate", name);
+            return -1;
+        }
+    }
+
+    if (cfg->nendpoints == MC_CONFIG_MAX_ENDPOINTS) {
+        snprintf(err, errlen, "more than %d endpoints",
+                 MC_CONFIG_MAX_ENDPOINTS);
+        return -1;
+    }
+
+    *endpoint = &cfg->endpoints[cfg->nendpoints++];
+    snprintf((*endpoint)->name, sizeof((*endpoint)->name), "%s", name);
+
+    return 0;
+}
+
+
+/*
+ * The retry schedule ("5s, 5m, 30m") as seconds, and each endpoint
+ * whole: the sender refuses to start on a half-configured one rather
+ * than find out at its first event.
+ */
+static int
+mc_config_outbound(mc_config_t *cfg, char *err, size_t errlen)
+{
+    int                    i;
+    long                   n;
+    char                   list[256], *tok, *save;
+    mc_endpoint_config_t  *e;
+
+    snprintf(list, sizeof(list), "%s", cfg->outbound_retry);
+    cfg->outbound_nretry = 0;
+
+    for (tok = strtok_r(list, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save))
+    {
+        tok = mc_config_trim(tok);
+
+        if (mc_config_seconds(tok, &n) != 0 || n > 7 * 86400) {
+            snprintf(err, errlen, "%s: outbound_retry: \"%s\" is not a "
+                     "duration of at most 7d (30s, 5m, 2h)", cfg->path, tok);
+            return -1;
+        }
+
+        if (cfg->outbound_nretry == MC_CONFIG_MAX_RETRIES) {
+            snprintf(err, errlen, "%s: outbound_retry: more than %d "
+                     "retries", cfg->path, MC_CONFIG_MAX_RETRIES);
+            return -1;
+        }
+
+        cfg->outbound_retry_s[cfg->outbound_nretry++] = (int) n;
+    }
+
+    for (i = 0; i < cfg->nendpoints; i++) {
+        e = &cfg->endpoints[i];
+
+        if (e->url[0] == '\0' || e->secret_file[0] == '\0') {
+            snprintf(err, errlen, "%s: [endpoint %s] needs url and "
+                     "secret_file", cfg->path, e->name);
+            return -1;
+        }
+
+        if (strncmp(e->url, "https://", 8) != 0
+            && strncmp(e->url, "http://127.0.0.1:", 17) != 0
+            && strncmp(e->url, "http://localhost:", 17) != 0)
+        {
+            snprintf(err, errlen, "%s: [endpoint %s] url must be https:// "
+                     "(plain HTTP only to 127.0.0.1 or localhost)",
+                     cfg->path, e->name);
+            return -1;
         }
     }
 

@@ -2,7 +2,8 @@
  * Copyright (C) mt5-credit
  *
  * The batch programs' configuration: one file of "key = value" lines,
- * with a [server <name>] section per MT5 server.  docs/worker.md lists
+ * with a [server <name>] section per MT5 server and an [endpoint <name>]
+ * section per receiver of outbound events.  docs/worker.md lists
  * every key.  Unknown keys, bad values and missing required keys are
  * errors naming the file and line: a typo never runs with a default.
  */
@@ -19,7 +20,9 @@
 #include "mc_mt5.h"
 
 
-#define MC_CONFIG_MAX_SERVERS  16
+#define MC_CONFIG_MAX_SERVERS    16
+#define MC_CONFIG_MAX_ENDPOINTS  8
+#define MC_CONFIG_MAX_RETRIES    16
 
 
 typedef struct {
@@ -36,6 +39,15 @@ typedef struct {
     char             password[256];   /* read from password_file */
     mc_mt5_config_t  mt5;             /* filled by mc_config_load() */
 } mc_server_config_t;
+
+
+/* a receiver of outbound events (batch/outbound/, sql/095) */
+typedef struct {
+    char             name[64];        /* as outbound_endpoint names it */
+    char             url[512];
+    char             secret_file[512]; /* whsec_ secrets, a line each */
+    char             ca_file[512];    /* "": the system's CAs */
+} mc_endpoint_config_t;
 
 
 typedef struct {
@@ -96,8 +108,19 @@ typedef struct {
     char                 payout_provider[33]; /* whose payout legs */
     char                 payout_api_url[512];      /* generic rail */
     char                 payout_api_key_file[512];
+    char                 outbound_database[1024]; /* "": database */
+    char                 outbound_metrics_listen[80];
+    char                 outbound_retry[256]; /* as given */
+    int                  outbound_retry_s[MC_CONFIG_MAX_RETRIES];
+    int                  outbound_nretry;  /* retries after the first try */
+    int                  outbound_timeout; /* s for one delivery */
+    int                  outbound_interval; /* s between idle rounds */
+    int                  outbound_batch;   /* deliveries claimed at once */
+    int                  outbound_disable_after; /* s failing: disabled */
     mc_server_config_t   servers[MC_CONFIG_MAX_SERVERS];
     int                  nservers;
+    mc_endpoint_config_t endpoints[MC_CONFIG_MAX_ENDPOINTS];
+    int                  nendpoints;
 } mc_config_t;
 
 
