@@ -283,37 +283,37 @@ $$;
 
 
 --
--- A credit's status change, from its history row.  Only the statuses a
--- CRM hears of fire it (the WHEN below): a credit born pending, claimed
--- or unknown costs ingest nothing but the test.
+-- A credit's status change, from the credit row as it now is (its
+-- history row is written before the row changes, without the deal
+-- ticket).  Only the statuses a CRM hears of fire it (the WHENs below):
+-- a credit born pending, or claimed, or unknown, costs nothing but the
+-- test.
 --
 CREATE FUNCTION mt5credit.outbound_on_credit() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 AS $$
 DECLARE
-    c       mt5_credit;
+    v_from  text := CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END;
     v_type  text;
 BEGIN
-    SELECT * INTO c FROM mt5_credit WHERE id = NEW.credit_id;
-
     v_type := CASE
-        WHEN c.kind = 'deposit' THEN
-            CASE NEW.to_status
+        WHEN NEW.kind = 'deposit' THEN
+            CASE NEW.status
             WHEN 'done' THEN 'deposit.credited'
             WHEN 'held' THEN 'deposit.held'
             -- two people returned a held payment to its source (079)
-            WHEN 'failed' THEN CASE WHEN NEW.from_status = 'held'
+            WHEN 'failed' THEN CASE WHEN v_from = 'held'
                                     THEN 'deposit.returned'
                                     ELSE 'deposit.failed' END
             END
-        WHEN c.kind = 'refund' AND NEW.to_status = 'done'
+        WHEN NEW.kind = 'refund' AND NEW.status = 'done'
             THEN 'deposit.refunded'
-        WHEN c.kind = 'chargeback' AND NEW.to_status = 'done' THEN
-            CASE WHEN c.direction = 'debit' THEN 'deposit.chargeback'
+        WHEN NEW.kind = 'chargeback' AND NEW.status = 'done' THEN
+            CASE WHEN NEW.direction = 'debit' THEN 'deposit.chargeback'
                  ELSE 'deposit.chargeback_reversed' END
-        WHEN c.kind = 'withdrawal' THEN
-            CASE NEW.to_status
+        WHEN NEW.kind = 'withdrawal' THEN
+            CASE NEW.status
             WHEN 'done' THEN 'withdrawal.debited'
             WHEN 'failed' THEN 'withdrawal.failed'
             END
@@ -324,25 +324,26 @@ BEGIN
     END IF;
 
     PERFORM outbound_emit(v_type,
-        CASE WHEN c.deposit_id IS NOT NULL THEN 'deposit:' || c.deposit_id
-             ELSE 'withdrawal:' || c.withdrawal_id END,
-        outbound_credit_data(c.id)
-            || jsonb_build_object('from_status', NEW.from_status,
-                                  'at', NEW.at)
-            || CASE WHEN NEW.to_status = 'failed'
-                    THEN jsonb_build_object('reason',
-                             coalesce(NEW.detail->>'reason',
-                                      NEW.detail->>'error',
-                                      NEW.actor))
-                    ELSE '{}' END);
+        CASE WHEN NEW.deposit_id IS NOT NULL THEN 'deposit:' || NEW.deposit_id
+             ELSE 'withdrawal:' || NEW.withdrawal_id END,
+        outbound_credit_data(NEW.id)
+            || jsonb_build_object('from_status', v_from,
+                                  'at', clock_timestamp()));
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER credit_history_outbound
-    AFTER INSERT ON mt5credit.credit_history
+CREATE TRIGGER mt5_credit_outbound_born
+    AFTER INSERT ON mt5credit.mt5_credit
     FOR EACH ROW
-    WHEN (NEW.to_status IN ('done', 'failed', 'held'))
+    WHEN (NEW.status IN ('done', 'failed', 'held'))
+    EXECUTE FUNCTION mt5credit.outbound_on_credit();
+
+CREATE TRIGGER mt5_credit_outbound
+    AFTER UPDATE OF status ON mt5credit.mt5_credit
+    FOR EACH ROW
+    WHEN (OLD.status IS DISTINCT FROM NEW.status
+          AND NEW.status IN ('done', 'failed', 'held'))
     EXECUTE FUNCTION mt5credit.outbound_on_credit();
 
 
@@ -412,65 +413,50 @@ CREATE TRIGGER withdrawal_outbound
     EXECUTE FUNCTION mt5credit.outbound_on_withdrawal();
 
 
--- a withdrawal's leg paid to the client, or failed (018, 034, 043)
+-- a withdrawal's leg paid to the client, or failed (018, 034, 043), from
+-- the leg's row as it now is (the provider's id and failure with it)
 CREATE FUNCTION mt5credit.outbound_on_leg() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 AS $$
 DECLARE
-    v_w       bigint;
-    v_data    jsonb;
-    v_paid    boolean := NEW.to_status IN ('paid', 'succeeded');
+    v_leg   jsonb := to_jsonb(NEW);
+    v_paid  boolean := NEW.status IN ('paid', 'succeeded');
 BEGIN
-    IF TG_TABLE_NAME = 'payout_history' THEN
-        SELECT p.withdrawal_id,
-               jsonb_strip_nulls(jsonb_build_object(
-                   'leg', p.leg, 'leg_kind', 'payout',
-                   'leg_reference', p.reference,
-                   'amount_minor', p.amount_minor, 'currency', p.currency,
-                   'provider', p.provider,
-                   'provider_payout_id', p.provider_payout_id,
-                   'failure_code', p.failure_code))
-        INTO v_w, v_data
-        FROM payout p WHERE p.id = NEW.payout_id;
-    ELSE
-        SELECT r.withdrawal_id,
-               jsonb_strip_nulls(jsonb_build_object(
-                   'leg', r.leg, 'leg_kind', 'refund',
-                   'leg_reference', r.reference,
-                   'amount_minor', r.amount_minor, 'currency', r.currency,
-                   'provider', r.provider,
-                   'provider_refund_id', r.provider_refund_id,
-                   'failure_code', r.failure_code))
-        INTO v_w, v_data
-        FROM withdrawal_refund r WHERE r.id = NEW.refund_id;
-    END IF;
-
     PERFORM outbound_emit(
         CASE WHEN v_paid THEN 'withdrawal.paid' ELSE 'withdrawal.failed' END,
-        'withdrawal:' || v_w,
-        v_data || jsonb_build_object(
+        'withdrawal:' || NEW.withdrawal_id,
+        jsonb_strip_nulls(jsonb_build_object(
             'withdrawal', w.reference, 'client_id', w.client_id,
             'mt5_server', w.mt5_server, 'mt5_login', w.mt5_login,
             'withdrawal_amount_minor', w.amount_minor,
             'withdrawal_currency', w.currency,
-            'status', NEW.to_status, 'from_status', NEW.from_status,
-            'at', NEW.at))
-    FROM withdrawal w WHERE w.id = v_w;
+            'leg', NEW.leg, 'leg_kind', NEW.leg_kind,
+            'leg_reference', NEW.reference,
+            'amount_minor', NEW.amount_minor, 'currency', NEW.currency,
+            'provider', NEW.provider,
+            'provider_payout_id', v_leg->>'provider_payout_id',
+            'provider_refund_id', v_leg->>'provider_refund_id',
+            'failure_code', NEW.failure_code,
+            'status', NEW.status, 'from_status', OLD.status,
+            'at', clock_timestamp())))
+    FROM withdrawal w WHERE w.id = NEW.withdrawal_id;
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER payout_history_outbound
-    AFTER INSERT ON mt5credit.payout_history
+CREATE TRIGGER payout_outbound
+    AFTER UPDATE OF status ON mt5credit.payout
     FOR EACH ROW
-    WHEN (NEW.to_status IN ('paid', 'rejected'))
+    WHEN (OLD.status IS DISTINCT FROM NEW.status
+          AND NEW.status IN ('paid', 'rejected'))
     EXECUTE FUNCTION mt5credit.outbound_on_leg();
 
-CREATE TRIGGER withdrawal_refund_history_outbound
-    AFTER INSERT ON mt5credit.withdrawal_refund_history
+CREATE TRIGGER withdrawal_refund_outbound
+    AFTER UPDATE OF status ON mt5credit.withdrawal_refund
     FOR EACH ROW
-    WHEN (NEW.to_status IN ('succeeded', 'failed'))
+    WHEN (OLD.status IS DISTINCT FROM NEW.status
+          AND NEW.status IN ('succeeded', 'failed'))
     EXECUTE FUNCTION mt5credit.outbound_on_leg();
 
 
@@ -960,6 +946,9 @@ REVOKE ALL ON FUNCTION
     mt5credit.outbound_list(timestamptz, text, text, integer),
     mt5credit.outbound_show(text)
     FROM PUBLIC;
+
+-- the sender checks it reached its deployment's database (036)
+GRANT EXECUTE ON FUNCTION mt5credit.deployment_tag() TO mt5credit_outbound;
 
 GRANT EXECUTE ON FUNCTION
     mt5credit.outbound_endpoint_register(text),

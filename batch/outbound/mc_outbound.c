@@ -10,7 +10,8 @@
  *      is sent, and POSTed once; the answer is recorded before the next.
  *      A 2xx is delivered; anything else, or nothing, is a failed try,
  *      due again after the schedule's next wait, or exhausted.
- *   4. An endpoint failing for outbound_disable_after is disabled.
+ *   4. An endpoint with no success since a failure outbound_disable_after
+ *      ago is disabled.
  *
  * A SIGTERM finishes the delivery in flight and records it; the ones
  * claimed but not sent are released.
@@ -54,7 +55,6 @@ typedef struct {
     mc_outbound_http_t           http;
     mc_whsig_key_t               keys[MC_WHSIG_SECRETS];
     int                          nkeys;
-    int                          failed;    /* this round */
     uint64_t                     outcomes[MC_OUT_NOUTCOMES];
 } mc_endpoint_t;
 
@@ -307,10 +307,6 @@ mc_outbound_round(mc_outbound_t *o, volatile sig_atomic_t *stop)
 
     n = PQntuples(res);
 
-    for (i = 0; i < o->neps; i++) {
-        o->eps[i].failed = 0;
-    }
-
     for (i = 0; i < n; i++) {
         if (*stop || PQstatus(o->conn) != CONNECTION_OK) {
             mc_outbound_release(o, res, i);
@@ -378,8 +374,6 @@ mc_outbound_send(mc_outbound_t *o, PGresult *res, int row)
                   : "lost";
 
     } else {
-        e->failed = 1;
-
         /* the schedule's wait after this try, or none: exhausted */
         if (attempt >= 1 && attempt <= o->cfg->outbound_nretry) {
             snprintf(retry, sizeof(retry), "%d",
@@ -456,7 +450,11 @@ mc_outbound_release(mc_outbound_t *o, PGresult *res, int row)
 }
 
 
-/* an endpoint that failed this round may have failed for too long */
+/*
+ * An endpoint with no success since a failure outbound_disable_after ago
+ * is disabled (asked every round: its last try may be long past, its
+ * deliveries exhausted; a success clears the mark).
+ */
 static void
 mc_outbound_disable(mc_outbound_t *o)
 {
@@ -468,10 +466,6 @@ mc_outbound_disable(mc_outbound_t *o)
     snprintf(after, sizeof(after), "%d", o->cfg->outbound_disable_after);
 
     for (i = 0; i < o->neps; i++) {
-        if (!o->eps[i].failed) {
-            continue;
-        }
-
         p[0] = o->eps[i].cfg->name;
         p[1] = o->cfg->worker_name;
         p[2] = after;

@@ -176,6 +176,7 @@ CREATE ROLE portal LOGIN IN ROLE mt5credit_portal;
 CREATE ROLE worker LOGIN IN ROLE mt5credit_worker;
 CREATE ROLE recon LOGIN IN ROLE mt5credit_recon;
 CREATE ROLE query LOGIN IN ROLE mt5credit_query;
+CREATE ROLE outbound LOGIN IN ROLE mt5credit_outbound;
 CREATE ROLE ops_alice LOGIN IN ROLE mt5credit_operator;
 CREATE ROLE ops_bob LOGIN IN ROLE mt5credit_operator;
 SQL
