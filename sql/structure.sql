@@ -5037,28 +5037,26 @@ CREATE FUNCTION mt5credit.outbound_on_credit() RETURNS trigger
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
 DECLARE
-    c       mt5_credit;
+    v_from  text := CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END;
     v_type  text;
 BEGIN
-    SELECT * INTO c FROM mt5_credit WHERE id = NEW.credit_id;
-
     v_type := CASE
-        WHEN c.kind = 'deposit' THEN
-            CASE NEW.to_status
+        WHEN NEW.kind = 'deposit' THEN
+            CASE NEW.status
             WHEN 'done' THEN 'deposit.credited'
             WHEN 'held' THEN 'deposit.held'
             -- two people returned a held payment to its source (079)
-            WHEN 'failed' THEN CASE WHEN NEW.from_status = 'held'
+            WHEN 'failed' THEN CASE WHEN v_from = 'held'
                                     THEN 'deposit.returned'
                                     ELSE 'deposit.failed' END
             END
-        WHEN c.kind = 'refund' AND NEW.to_status = 'done'
+        WHEN NEW.kind = 'refund' AND NEW.status = 'done'
             THEN 'deposit.refunded'
-        WHEN c.kind = 'chargeback' AND NEW.to_status = 'done' THEN
-            CASE WHEN c.direction = 'debit' THEN 'deposit.chargeback'
+        WHEN NEW.kind = 'chargeback' AND NEW.status = 'done' THEN
+            CASE WHEN NEW.direction = 'debit' THEN 'deposit.chargeback'
                  ELSE 'deposit.chargeback_reversed' END
-        WHEN c.kind = 'withdrawal' THEN
-            CASE NEW.to_status
+        WHEN NEW.kind = 'withdrawal' THEN
+            CASE NEW.status
             WHEN 'done' THEN 'withdrawal.debited'
             WHEN 'failed' THEN 'withdrawal.failed'
             END
@@ -5069,17 +5067,11 @@ BEGIN
     END IF;
 
     PERFORM outbound_emit(v_type,
-        CASE WHEN c.deposit_id IS NOT NULL THEN 'deposit:' || c.deposit_id
-             ELSE 'withdrawal:' || c.withdrawal_id END,
-        outbound_credit_data(c.id)
-            || jsonb_build_object('from_status', NEW.from_status,
-                                  'at', NEW.at)
-            || CASE WHEN NEW.to_status = 'failed'
-                    THEN jsonb_build_object('reason',
-                             coalesce(NEW.detail->>'reason',
-                                      NEW.detail->>'error',
-                                      NEW.actor))
-                    ELSE '{}' END);
+        CASE WHEN NEW.deposit_id IS NOT NULL THEN 'deposit:' || NEW.deposit_id
+             ELSE 'withdrawal:' || NEW.withdrawal_id END,
+        outbound_credit_data(NEW.id)
+            || jsonb_build_object('from_status', v_from,
+                                  'at', clock_timestamp()));
     RETURN NULL;
 END
 $$;
@@ -5125,45 +5117,27 @@ CREATE FUNCTION mt5credit.outbound_on_leg() RETURNS trigger
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
 DECLARE
-    v_w       bigint;
-    v_data    jsonb;
-    v_paid    boolean := NEW.to_status IN ('paid', 'succeeded');
+    v_leg   jsonb := to_jsonb(NEW);
+    v_paid  boolean := NEW.status IN ('paid', 'succeeded');
 BEGIN
-    IF TG_TABLE_NAME = 'payout_history' THEN
-        SELECT p.withdrawal_id,
-               jsonb_strip_nulls(jsonb_build_object(
-                   'leg', p.leg, 'leg_kind', 'payout',
-                   'leg_reference', p.reference,
-                   'amount_minor', p.amount_minor, 'currency', p.currency,
-                   'provider', p.provider,
-                   'provider_payout_id', p.provider_payout_id,
-                   'failure_code', p.failure_code))
-        INTO v_w, v_data
-        FROM payout p WHERE p.id = NEW.payout_id;
-    ELSE
-        SELECT r.withdrawal_id,
-               jsonb_strip_nulls(jsonb_build_object(
-                   'leg', r.leg, 'leg_kind', 'refund',
-                   'leg_reference', r.reference,
-                   'amount_minor', r.amount_minor, 'currency', r.currency,
-                   'provider', r.provider,
-                   'provider_refund_id', r.provider_refund_id,
-                   'failure_code', r.failure_code))
-        INTO v_w, v_data
-        FROM withdrawal_refund r WHERE r.id = NEW.refund_id;
-    END IF;
-
     PERFORM outbound_emit(
         CASE WHEN v_paid THEN 'withdrawal.paid' ELSE 'withdrawal.failed' END,
-        'withdrawal:' || v_w,
-        v_data || jsonb_build_object(
+        'withdrawal:' || NEW.withdrawal_id,
+        jsonb_strip_nulls(jsonb_build_object(
             'withdrawal', w.reference, 'client_id', w.client_id,
             'mt5_server', w.mt5_server, 'mt5_login', w.mt5_login,
             'withdrawal_amount_minor', w.amount_minor,
             'withdrawal_currency', w.currency,
-            'status', NEW.to_status, 'from_status', NEW.from_status,
-            'at', NEW.at))
-    FROM withdrawal w WHERE w.id = v_w;
+            'leg', NEW.leg, 'leg_kind', NEW.leg_kind,
+            'leg_reference', NEW.reference,
+            'amount_minor', NEW.amount_minor, 'currency', NEW.currency,
+            'provider', NEW.provider,
+            'provider_payout_id', v_leg->>'provider_payout_id',
+            'provider_refund_id', v_leg->>'provider_refund_id',
+            'failure_code', NEW.failure_code,
+            'status', NEW.status, 'from_status', OLD.status,
+            'at', clock_timestamp())))
+    FROM withdrawal w WHERE w.id = NEW.withdrawal_id;
     RETURN NULL;
 END
 $$;
@@ -5200,6 +5174,28 @@ $$;
 
 
 ALTER FUNCTION mt5credit.outbound_on_withdrawal() OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_release(bigint, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_release(p_message bigint, p_endpoint text, p_sender text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE outbound_delivery
+    SET status = 'pending', attempts = attempts - 1,
+        next_at = clock_timestamp(), claimed_by = NULL,
+        lease_expires_at = NULL
+    WHERE message_id = p_message AND endpoint = p_endpoint
+      AND status = 'sending' AND claimed_by = p_sender;
+    RETURN FOUND;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_release(p_message bigint, p_endpoint text, p_sender text) OWNER TO mt5credit_owner;
 
 --
 -- Name: outbound_replay(text, text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -15785,13 +15781,6 @@ CREATE TRIGGER credit_history_no_truncate BEFORE TRUNCATE ON mt5credit.credit_hi
 
 
 --
--- Name: credit_history credit_history_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
---
-
-CREATE TRIGGER credit_history_outbound AFTER INSERT ON mt5credit.credit_history FOR EACH ROW WHEN ((new.to_status = ANY (ARRAY['done'::text, 'failed'::text, 'held'::text]))) EXECUTE FUNCTION mt5credit.outbound_on_credit();
-
-
---
 -- Name: database_rewind database_rewind_append_only; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -15953,6 +15942,20 @@ CREATE TRIGGER mt5_credit_on_hold AFTER INSERT ON mt5credit.mt5_credit FOR EACH 
 
 
 --
+-- Name: mt5_credit mt5_credit_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER mt5_credit_outbound AFTER UPDATE OF status ON mt5credit.mt5_credit FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['done'::text, 'failed'::text, 'held'::text])))) EXECUTE FUNCTION mt5credit.outbound_on_credit();
+
+
+--
+-- Name: mt5_credit mt5_credit_outbound_born; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER mt5_credit_outbound_born AFTER INSERT ON mt5credit.mt5_credit FOR EACH ROW WHEN ((new.status = ANY (ARRAY['done'::text, 'failed'::text, 'held'::text]))) EXECUTE FUNCTION mt5credit.outbound_on_credit();
+
+
+--
 -- Name: mt5_credit mt5_credit_payment_after_rewind; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -16079,13 +16082,6 @@ CREATE TRIGGER payout_history_journal AFTER INSERT ON mt5credit.payout_history F
 
 
 --
--- Name: payout_history payout_history_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
---
-
-CREATE TRIGGER payout_history_outbound AFTER INSERT ON mt5credit.payout_history FOR EACH ROW WHEN ((new.to_status = ANY (ARRAY['paid'::text, 'rejected'::text]))) EXECUTE FUNCTION mt5credit.outbound_on_leg();
-
-
---
 -- Name: payout payout_log_insert; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -16097,6 +16093,13 @@ CREATE TRIGGER payout_log_insert AFTER INSERT ON mt5credit.payout FOR EACH ROW E
 --
 
 CREATE TRIGGER payout_no_delete BEFORE DELETE ON mt5credit.payout FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: payout payout_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER payout_outbound AFTER UPDATE OF status ON mt5credit.payout FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['paid'::text, 'rejected'::text])))) EXECUTE FUNCTION mt5credit.outbound_on_leg();
 
 
 --
@@ -16415,13 +16418,6 @@ CREATE TRIGGER withdrawal_refund_history_journal AFTER INSERT ON mt5credit.withd
 
 
 --
--- Name: withdrawal_refund_history withdrawal_refund_history_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
---
-
-CREATE TRIGGER withdrawal_refund_history_outbound AFTER INSERT ON mt5credit.withdrawal_refund_history FOR EACH ROW WHEN ((new.to_status = ANY (ARRAY['succeeded'::text, 'failed'::text]))) EXECUTE FUNCTION mt5credit.outbound_on_leg();
-
-
---
 -- Name: withdrawal_refund withdrawal_refund_log_insert; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
@@ -16433,6 +16429,13 @@ CREATE TRIGGER withdrawal_refund_log_insert AFTER INSERT ON mt5credit.withdrawal
 --
 
 CREATE TRIGGER withdrawal_refund_no_delete BEFORE DELETE ON mt5credit.withdrawal_refund FOR EACH ROW EXECUTE FUNCTION mt5credit.refuse_change();
+
+
+--
+-- Name: withdrawal_refund withdrawal_refund_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE TRIGGER withdrawal_refund_outbound AFTER UPDATE OF status ON mt5credit.withdrawal_refund FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['succeeded'::text, 'failed'::text])))) EXECUTE FUNCTION mt5credit.outbound_on_leg();
 
 
 --
@@ -17460,6 +17463,7 @@ GRANT ALL ON FUNCTION mt5credit.deployment_tag() TO mt5credit_recon;
 GRANT ALL ON FUNCTION mt5credit.deployment_tag() TO mt5credit_query;
 GRANT ALL ON FUNCTION mt5credit.deployment_tag() TO mt5credit_operator;
 GRANT ALL ON FUNCTION mt5credit.deployment_tag() TO mt5credit_reader;
+GRANT ALL ON FUNCTION mt5credit.deployment_tag() TO mt5credit_outbound;
 
 
 --
@@ -17911,6 +17915,14 @@ REVOKE ALL ON FUNCTION mt5credit.outbound_on_leg() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION mt5credit.outbound_on_withdrawal() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION outbound_release(p_message bigint, p_endpoint text, p_sender text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_release(p_message bigint, p_endpoint text, p_sender text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_release(p_message bigint, p_endpoint text, p_sender text) TO mt5credit_outbound;
 
 
 --
