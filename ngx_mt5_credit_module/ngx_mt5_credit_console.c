@@ -177,6 +177,8 @@ static ngx_mt5_credit_console_err_t  ngx_mt5_credit_console_errors[] = {
     { "MC140", NGX_HTTP_FORBIDDEN, "second_factor" },
     /* no such case (sql/010) */
     { "MC044", NGX_HTTP_NOT_FOUND, "not_found" },
+    /* no such outbound event or endpoint (sql/095) */
+    { "MC162", NGX_HTTP_NOT_FOUND, "not_found" },
     /* an argument of the wrong type, or a JSON body that is not JSON, or
        holds what text cannot (\u0000, a lone surrogate) */
     { "22P02", NGX_HTTP_BAD_REQUEST, "bad_argument" },
@@ -250,6 +252,17 @@ static ngx_mt5_credit_console_endpoint_t  ngx_mt5_credit_console_endpoints[] = {
     { ngx_string("recon_report"), { NGX_MT5_CREDIT_CONSOLE_ID }, 1 },
 
     { ngx_string("status"), { { NULL, NULL, 0, 0 } }, 0 },
+
+    /* outbound events (sql/096): by delivery status and subject; one,
+       by its webhook-id */
+    { ngx_string("outbound"),
+      { { "status", NGX_MT5_CREDIT_LOWER, 16, 0 },
+        { "subject", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS ":", 40,
+          0 } }, 0 },
+
+    { ngx_string("outbound_message"),
+      { { "id", NGX_MT5_CREDIT_LOWER NGX_MT5_CREDIT_DIGITS "_", 36, 1 } },
+      0 },
 
     { ngx_null_string, { { NULL, NULL, 0, 0 } }, 0 }
 };

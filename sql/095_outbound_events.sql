@@ -171,7 +171,7 @@ SET search_path = mt5credit, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION '% is append-only', TG_TABLE_NAME
-        USING ERRCODE = 'MC140';
+        USING ERRCODE = 'MC160';
 END
 $$;
 
@@ -196,7 +196,7 @@ AS $$
 BEGIN
     RAISE EXCEPTION 'an outbound message is never changed or deleted: '
                     'it is what its receivers were sent'
-        USING ERRCODE = 'MC140';
+        USING ERRCODE = 'MC160';
 END
 $$;
 
@@ -573,7 +573,7 @@ AS $$
 BEGIN
     IF p_lease_seconds < 1 OR p_limit < 1 THEN
         RAISE EXCEPTION 'a lease of at least a second, at least one '
-                        'delivery' USING ERRCODE = 'MC141';
+                        'delivery' USING ERRCODE = 'MC161';
     END IF;
 
     RETURN QUERY
@@ -777,14 +777,14 @@ DECLARE
     v_n  integer;
 BEGIN
     IF coalesce(btrim(p_reason), '') = '' THEN
-        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC141';
+        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC161';
     END IF;
 
     IF NOT EXISTS (SELECT 1 FROM outbound_message
                    WHERE webhook_id = p_webhook_id)
     THEN
         RAISE EXCEPTION 'no outbound message %', p_webhook_id
-            USING ERRCODE = 'MC142';
+            USING ERRCODE = 'MC162';
     END IF;
 
     UPDATE outbound_delivery d
@@ -819,19 +819,19 @@ DECLARE
     v_k  integer;
 BEGIN
     IF coalesce(btrim(p_reason), '') = '' THEN
-        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC141';
+        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC161';
     END IF;
 
     IF p_since IS NULL OR p_since > clock_timestamp() THEN
         RAISE EXCEPTION 'replay since when? a time in the past'
-            USING ERRCODE = 'MC141';
+            USING ERRCODE = 'MC161';
     END IF;
 
     IF p_endpoint IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM outbound_endpoint WHERE name = p_endpoint)
     THEN
         RAISE EXCEPTION 'no outbound endpoint %', p_endpoint
-            USING ERRCODE = 'MC142';
+            USING ERRCODE = 'MC162';
     END IF;
 
     UPDATE outbound_delivery d
@@ -868,7 +868,7 @@ AS $$
 BEGIN
     IF coalesce(btrim(p_reason), '') = '' THEN
         RAISE EXCEPTION 'enabling an endpoint needs a reason'
-            USING ERRCODE = 'MC141';
+            USING ERRCODE = 'MC161';
     END IF;
 
     UPDATE outbound_endpoint

@@ -575,6 +575,40 @@ is($sb->sql1("SELECT count(*) FROM mt5credit.mt5_credit WHERE deposit_id = "
              . "(SELECT deposit_id FROM mt5credit.mt5_credit WHERE id = $credit)"),
    1, '... and the deposit has its one credit');
 
+# --- outbound events (sql/096) ---------------------------------------------------
+
+my $outbound = $json->decode(get('rita', 'api/outbound')->{body});
+ok(scalar(grep { $_->{type} eq 'case.opened' } @$outbound),
+   'api/outbound: the events the broker\'s systems are sent (as a reader)');
+my $msg = $outbound->[0]{webhook_id};
+like(get('rita', "api/outbound_message?id=$msg")->{body},
+     qr/"body":/, 'api/outbound_message: one, with its body as sent');
+is(get('rita', "api/outbound_message?id=msg'x")->{status}, 400,
+   '... a webhook-id of another shape: 400');
+is(act('rita', { action => 'outbound_replay', webhook_id => $msg,
+                 reason => 'x' })->{status}, 403, 'rita cannot send it again');
+$sb->psql("INSERT INTO mt5credit.outbound_endpoint (name, registered_by) "
+          . "VALUES ('crm', 'test')");
+$r = act('ann', { action => 'outbound_replay_since',
+                  since => '2000-01-01T00:00:00Z', endpoint => 'crm',
+                  reason => 'a new CRM' });
+is($r->{status}, 200, 'ann sends every event since a time to an endpoint')
+    or diag $r->{body};
+is($json->decode($r->{body})->{id},
+   $sb->sql1('SELECT count(*) FROM mt5credit.outbound_message'),
+   '... every one of them');
+$r = act('ann', { action => 'outbound_replay', webhook_id => $msg,
+                  reason => 'the CRM asked' });
+is($json->decode($r->{body})->{id}, 1, 'ann sends one again: one delivery');
+is($sb->sql1("SELECT string_agg(replayed_by || ': ' || reason, ', ' "
+             . "ORDER BY id) FROM mt5credit.outbound_replay"),
+   'ann: a new CRM, ann: the CRM asked', '... recorded with who and why');
+is(act('ann', { action => 'outbound_replay', webhook_id => $msg })->{status},
+   409, '... not without a reason');
+is($json->decode(act('ann', { action => 'outbound_enable', endpoint => 'crm',
+                              reason => 'x' })->{body})->{outcome},
+   'not_disabled', 'enabling an endpoint that is not disabled: said so');
+
 # a burst of actions is limited per person; reading is not.  The bucket
 # (5 a second, 100 in a burst) is large enough for every action above,
 # however fast they came (on a fast machine, 23 in well under a second

@@ -148,6 +148,7 @@ ok(exists $bc->{'/usr/share/mt5credit/monitoring/mt5credit-alerts.yml'}
 is_deeply([ sort grep { m{^/lib/systemd/system/.} } keys %$bc ],
           [ map { "/lib/systemd/system/$_" }
                 sort qw(mt5credit-worker.service mt5credit-payout.service
+                        mt5credit-outbound.service
                         mt5credit-poll-provider.service
                         mt5credit-reconcile@.service
                         mt5credit-reconcile@.timer
@@ -358,6 +359,7 @@ SKIP: {
     system("cp /bin/dash $root/bin/sh") == 0 or die;
     my $verify = "cd $u && systemd-analyze verify --root=$root "
                . "mt5credit-worker.service mt5credit-payout.service "
+               . "mt5credit-outbound.service "
                . "mt5credit-poll-provider.service "
                . "mt5credit-reconcile\@stripe.service "
                . "mt5credit-reconcile\@stripe.timer "
@@ -384,6 +386,7 @@ SKIP: {
     # against 1.8 for the rest, with no reason (issue 31); a unit that
     # loses a protection shows here
     for my $unit (qw(mt5credit-worker.service mt5credit-payout.service
+                     mt5credit-outbound.service
                      mt5credit-poll-provider.service
                      mt5credit-reconcile@stripe.service
                      mt5credit-backfill@stripe.service

@@ -67,6 +67,7 @@ my @units = map { s{.*/}{}r }
             glob("$stage/usr/local/lib/systemd/system/mt5credit-*");
 is_deeply([ sort @units ],
           [ sort qw(mt5credit-worker.service mt5credit-payout.service
+                    mt5credit-outbound.service
                     mt5credit-poll-provider.service
                     mt5credit-reconcile@.service mt5credit-reconcile@.timer
                     mt5credit-backfill@.service mt5credit-backfill@.timer
@@ -133,7 +134,8 @@ SKIP: {
     is($rc, 0, 'make install PREFIX=... (real paths for verify)') or diag $out;
     my $u = "$prefix/lib/systemd/system";
     ($rc, $out) = sh("cd $u && systemd-analyze verify mt5credit-worker.service "
-                     . "mt5credit-payout.service mt5credit-poll-provider.service "
+                     . "mt5credit-payout.service mt5credit-outbound.service "
+                     . "mt5credit-poll-provider.service "
                      . "mt5credit-reconcile\@stripe.service "
                      . "mt5credit-reconcile\@stripe.timer "
                      . "mt5credit-backfill\@stripe.service "

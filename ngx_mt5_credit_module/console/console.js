@@ -374,6 +374,67 @@
     }).catch(problem);
   }
 
+  // --- outbound events: what the broker's systems were sent -----------------------
+
+  var outboundCurrent = null;
+
+  function showOutbound() {
+    var f = document.getElementById("outbound-form").elements;
+    var q = [];
+    ["status", "subject"].forEach(function (k) {
+      if (f[k].value) {
+        q.push(k + "=" + encodeURIComponent(f[k].value));
+      }
+    });
+    show("outbound-view");
+    api("outbound" + (q.length ? "?" + q.join("&") : "")).then(function (rows) {
+      clear("outbound-list");
+      rows.forEach(function (o) {
+        var tr = row("outbound-list", [o.webhook_id, o.type, o.subject, o.seq,
+          o.created_at, o.endpoint, o.status, o.attempts,
+          (o.last_http_status || "") + " " + (o.last_error || "")]);
+        tr.className = "case";
+        tr.addEventListener("click", function () {
+          showOutboundMessage(o.webhook_id);
+        });
+      });
+      document.getElementById("outbound-actions").hidden = !(me && me.act);
+    }).catch(problem);
+  }
+
+  function showOutboundMessage(id) {
+    outboundCurrent = id;
+    api("outbound_message?id=" + encodeURIComponent(id)).then(function (x) {
+      var m = x.message || {};
+      text(document.getElementById("outbound-title"), m.type + " " +
+           m.subject + " #" + m.sequence + " (" + id + ")");
+      text(document.getElementById("outbound-body"), m.body);
+      list(document.getElementById("outbound-deliveries"), m.deliveries || [],
+           function (d) {
+             return d.endpoint + ": " + d.status + ", " + d.attempts +
+                    " tries" + (d.last_error ? ", " + d.last_error : "");
+           });
+      list(document.getElementById("outbound-attempts"), m.attempts || [],
+           function (a) {
+             return a.at + " " + a.endpoint + " try " + a.attempt + ": " +
+                    a.outcome + (a.http_status ? " (HTTP " + a.http_status +
+                    ")" : "") + (a.error ? " " + a.error : "");
+           });
+      list(document.getElementById("outbound-replays"), m.replays || [],
+           function (r) {
+             return r.replayed_at + " by " + r.replayed_by + ": " +
+                    r.deliveries + " (" + r.reason + ")";
+           });
+      document.getElementById("outbound-message-actions").hidden =
+        !(me && me.act);
+      show("outbound-message");
+    }).catch(problem);
+  }
+
+  function outboundEndpoint() {
+    return document.getElementById("outbound-endpoint").value || null;
+  }
+
   // --- reconciliation ------------------------------------------------------------
 
   function showRuns() {
@@ -513,6 +574,8 @@
           showWithdrawals();
         } else if (v === "events-view") {
           showEventList();
+        } else if (v === "outbound-view") {
+          showOutbound();
         } else if (v === "recon") {
           showRuns();
         } else if (v === "status-view") {
@@ -537,6 +600,36 @@
             reason: document.getElementById("replay-reason").value })
         .then(function () { showEvent(eventCurrent); }).catch(problem);
     });
+
+    document.getElementById("outbound-form").addEventListener("submit",
+      function (e) {
+        e.preventDefault();
+        showOutbound();
+      });
+
+    document.getElementById("outbound-replay").addEventListener("click",
+      function () {
+        act({ action: "outbound_replay", webhook_id: outboundCurrent,
+              reason: document.getElementById("outbound-message-reason").value })
+          .then(function () { showOutboundMessage(outboundCurrent); })
+          .catch(problem);
+      });
+
+    document.getElementById("outbound-replay-since").addEventListener("click",
+      function () {
+        act({ action: "outbound_replay_since",
+              since: document.getElementById("outbound-since").value,
+              endpoint: outboundEndpoint(),
+              reason: document.getElementById("outbound-reason").value })
+          .then(function () { showOutbound(); }).catch(problem);
+      });
+
+    document.getElementById("outbound-enable").addEventListener("click",
+      function () {
+        act({ action: "outbound_enable", endpoint: outboundEndpoint(),
+              reason: document.getElementById("outbound-reason").value })
+          .then(function () { showOutbound(); }).catch(problem);
+      });
 
     document.getElementById("search-form").addEventListener("submit",
       function (e) {
