@@ -3,8 +3,9 @@
 # The shipped alert rules (docs/examples/mt5credit-alerts.yml) against
 # the metrics the programs really print.  Impossible:
 #   - a rule naming a metric that neither the edge's status page,
-#     `mt5credit status --prometheus` nor a worker's own textfile has (a
-#     rename that left an alert silent for ever)
+#     `mt5credit status --prometheus`, a worker's own textfile nor the
+#     outbound sender's (`mt5credit outbound`) has (a rename that left an
+#     alert silent for ever)
 #   - a rule without a severity, a summary or a runbook_url
 #   - the dashboard not loading (invalid JSON), or a panel's query on a
 #     metric that does not exist
@@ -26,7 +27,7 @@ use Mt5Credit::Worker;
 my $st = Mt5Credit::Stack->new;
 my $sb = $st->sb;
 
-# every family the two sources declare (# TYPE), with samples or not
+# every family the sources declare (# TYPE), with samples or not
 my %family;
 my $edge = $sb->http('GET', '/status');
 is($edge->{status}, 200, "the edge's status page");
@@ -47,6 +48,32 @@ my $wtext = do { local $/;
                      or die $!;
                  <$f> };
 $family{$_} = 'worker' for $wtext =~ /^# TYPE (\S+) /mg;
+# and the outbound sender's (one endpoint, on a port nobody listens on:
+# nothing is due, so nothing is sent; its database gauges are printed
+# once the endpoint is registered)
+my $secrets = $sb->write_file('crm.secrets',
+    'whsec_' . 'QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB' . "\n");
+chmod 0600, $secrets;
+my $oconf = Mt5Credit::Worker::config($sb, 'alertsout',
+    servers => [ [ 'live1', $st->sim ] ], metrics_dir => $sb->dir . '/textfile',
+    outbound_database => '"host=127.0.0.1 port=' . $sb->pg_port
+                         . ' dbname=mt5credit user=outbound"');
+{
+    open my $f, '>>', $oconf or die "$oconf: $!";
+    print $f "\n[endpoint crm]\nurl = http://127.0.0.1:"
+           . Mt5Credit::Sandbox::free_port() . "/hooks\n"
+           . "secret_file = $secrets\n";
+    close $f or die "$oconf: $!";
+}
+($rc, $out) = Mt5Credit::Worker::run($sb, 'outbound', '-c', $oconf, '--once');
+is($rc, 0, "an outbound sender's round writing its textfile") or diag $out;
+my $otext = do { local $/;
+                 open my $f, '<', $sb->dir . '/textfile/mt5credit-outbound-alertsout.prom'
+                     or die $!;
+                 <$f> };
+$family{$_} = 'outbound' for $otext =~ /^# TYPE (\S+) /mg;
+ok($family{mt5credit_outbound_oldest_undelivered_seconds},
+   "... with the database's gauges") or diag $otext;
 cmp_ok(scalar(keys %family), '>=', 20, scalar(keys %family)
        . ' metric families between them');
 

@@ -200,6 +200,19 @@ is(payout($wid)->{status}, 'paid', 'the status check sees it paid');
 is(progress($ref), 'paid', 'the client sees "paid"');
 is(payout_history($wid), '->pending pending>sending sending>accepted '
    . 'accepted>paid', 'the payout history, step by step');
+# what the broker's CRM hears (sql/095), in the order it happened
+sub outbound_of {
+    my ($w) = @_;
+    return $sb->sql1("SELECT string_agg(type || '#' || seq, ',' ORDER BY seq)"
+                     . " FROM mt5credit.outbound_message "
+                     . "WHERE subject = 'withdrawal:$w'");
+}
+is(outbound_of($wid), 'withdrawal.approved#1,withdrawal.debited#2,'
+   . 'withdrawal.paid#3', 'the outbound events: approved, debited, paid');
+like($sb->sql1("SELECT body FROM mt5credit.outbound_message WHERE subject = "
+               . "'withdrawal:$wid' AND type = 'withdrawal.paid'"),
+     qr/"provider_payout_id": "\Q$p->{po}\E"/,
+     '... paid naming the provider\'s payout');
 payout_round();
 is(posts_of($wid), 1, 'a paid payout is never sent again');
 
@@ -477,6 +490,8 @@ $st->stop_worker('w1');
                  . debit_of($wid)), 'critical open',
        '... a critical payout_rejected case on the debit');
     isnt(progress($ref), 'paid', '... and the client is no longer told "paid"');
+    like(outbound_of($wid), qr/withdrawal\.paid#3,(?:withdrawal\.failed#4,case\.opened#5|case\.opened#4,withdrawal\.failed#5)$/,
+         '... the outbound events: paid, then failed, and the case');
     is(posts_of($wid), 1, '... and nothing is sent again by itself');
 
     # past its watch, a paid payout is not asked about any more
