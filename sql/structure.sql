@@ -1042,6 +1042,21 @@ BEGIN
     WHEN 'resume' THEN
         v_id := pause_resume(p->>'scope', p->>'target', p->>'note');
 
+    -- outbound events (095): one again, every one since a time; an
+    -- endpoint the sender disabled, on again.  The count is the answer.
+    WHEN 'outbound_replay' THEN
+        v_id := outbound_replay(p->>'webhook_id', p->>'endpoint',
+                                p->>'reason');
+
+    WHEN 'outbound_replay_since' THEN
+        v_id := outbound_replay_since((p->>'since')::timestamptz,
+                                      p->>'endpoint', p->>'reason');
+
+    WHEN 'outbound_enable' THEN
+        v_outcome := CASE WHEN outbound_endpoint_enable(p->>'endpoint',
+                                                        p->>'reason')
+                          THEN 'enabled' ELSE 'not_disabled' END;
+
     ELSE
         RAISE EXCEPTION 'no action "%"', coalesce(v_action, '')
             USING ERRCODE = 'MC094';
@@ -1198,6 +1213,18 @@ BEGIN
                            FROM recon_freshness() f),
             'backfills', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]')
                           FROM backfill_requests_list() b))::text;
+
+    -- outbound events (095), newest first, a row per endpoint: by status
+    -- and subject; one with its body as sent and every try
+    WHEN 'outbound' THEN
+        SELECT coalesce(jsonb_agg(to_jsonb(o)), '[]')::text INTO v_out
+        FROM outbound_list(NULL, p1, p2, 500) o;
+
+    WHEN 'outbound_message' THEN
+        v_out := jsonb_build_object(
+            'message', outbound_show(p1),
+            'endpoints', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]')
+                          FROM outbound_backlog() b))::text;
 
     -- one JSON object, read by console_act() (055 and after)
     WHEN 'act' THEN
@@ -4632,7 +4659,7 @@ CREATE FUNCTION mt5credit.outbound_append_only() RETURNS trigger
     AS $$
 BEGIN
     RAISE EXCEPTION '% is append-only', TG_TABLE_NAME
-        USING ERRCODE = 'MC140';
+        USING ERRCODE = 'MC160';
 END
 $$;
 
@@ -4674,7 +4701,7 @@ CREATE FUNCTION mt5credit.outbound_claim(p_sender text, p_endpoints text[], p_le
 BEGIN
     IF p_lease_seconds < 1 OR p_limit < 1 THEN
         RAISE EXCEPTION 'a lease of at least a second, at least one '
-                        'delivery' USING ERRCODE = 'MC141';
+                        'delivery' USING ERRCODE = 'MC161';
     END IF;
 
     RETURN QUERY
@@ -4860,7 +4887,7 @@ CREATE FUNCTION mt5credit.outbound_endpoint_enable(p_name text, p_reason text) R
 BEGIN
     IF coalesce(btrim(p_reason), '') = '' THEN
         RAISE EXCEPTION 'enabling an endpoint needs a reason'
-            USING ERRCODE = 'MC141';
+            USING ERRCODE = 'MC161';
     END IF;
 
     UPDATE outbound_endpoint
@@ -4980,7 +5007,7 @@ CREATE FUNCTION mt5credit.outbound_message_fixed() RETURNS trigger
 BEGIN
     RAISE EXCEPTION 'an outbound message is never changed or deleted: '
                     'it is what its receivers were sent'
-        USING ERRCODE = 'MC140';
+        USING ERRCODE = 'MC160';
 END
 $$;
 
@@ -5209,14 +5236,14 @@ DECLARE
     v_n  integer;
 BEGIN
     IF coalesce(btrim(p_reason), '') = '' THEN
-        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC141';
+        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC161';
     END IF;
 
     IF NOT EXISTS (SELECT 1 FROM outbound_message
                    WHERE webhook_id = p_webhook_id)
     THEN
         RAISE EXCEPTION 'no outbound message %', p_webhook_id
-            USING ERRCODE = 'MC142';
+            USING ERRCODE = 'MC162';
     END IF;
 
     UPDATE outbound_delivery d
@@ -5250,19 +5277,19 @@ DECLARE
     v_k  integer;
 BEGIN
     IF coalesce(btrim(p_reason), '') = '' THEN
-        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC141';
+        RAISE EXCEPTION 'a replay needs a reason' USING ERRCODE = 'MC161';
     END IF;
 
     IF p_since IS NULL OR p_since > clock_timestamp() THEN
         RAISE EXCEPTION 'replay since when? a time in the past'
-            USING ERRCODE = 'MC141';
+            USING ERRCODE = 'MC161';
     END IF;
 
     IF p_endpoint IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM outbound_endpoint WHERE name = p_endpoint)
     THEN
         RAISE EXCEPTION 'no outbound endpoint %', p_endpoint
-            USING ERRCODE = 'MC142';
+            USING ERRCODE = 'MC162';
     END IF;
 
     UPDATE outbound_delivery d
