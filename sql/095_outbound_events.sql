@@ -54,15 +54,20 @@ CREATE TABLE mt5credit.outbound_endpoint (
     last_success_at  timestamptz,
     disabled_at      timestamptz,
     disabled_why     text,
+    -- taken out of service by a person: no new event is made for it
+    retired_at       timestamptz,
     CONSTRAINT outbound_endpoint_disabled_why
-        CHECK ((disabled_at IS NULL) = (disabled_why IS NULL))
+        CHECK ((disabled_at IS NULL) = (disabled_why IS NULL)),
+    CONSTRAINT outbound_endpoint_retired_is_disabled
+        CHECK (retired_at IS NULL OR disabled_at IS NOT NULL)
 );
 
 COMMENT ON TABLE mt5credit.outbound_endpoint IS
     'A receiver of outbound events, registered by the sender configured '
     'for it (095); its url and secrets are the sender''s configuration. '
     'Disabled after failing for outbound_disable_after; enabled again by '
-    'a person (outbound_endpoint_enable()).';
+    'a person (outbound_endpoint_enable()); retired by a person when it '
+    'is gone (outbound_endpoint_retire()): no new event is made for it.';
 
 
 CREATE TABLE mt5credit.outbound_message (
@@ -210,7 +215,8 @@ CREATE TRIGGER outbound_message_fixed
 -- (and held to COMMIT) before the number is read, so two transactions on
 -- one deposit number their events in commit order.  Every registered
 -- endpoint gets a delivery, a disabled one too: it is sent when a person
--- enables the endpoint again, nothing is lost while it is off.
+-- enables the endpoint again, nothing is lost while it is off.  Only a
+-- retired one (a person said it is gone) gets none.
 --
 CREATE FUNCTION mt5credit.outbound_emit(p_type text, p_subject text,
     p_data jsonb)
@@ -240,7 +246,8 @@ BEGIN
     RETURNING id INTO v_id;
 
     INSERT INTO outbound_delivery (message_id, endpoint, next_at)
-    SELECT v_id, e.name, v_at FROM outbound_endpoint e;
+    SELECT v_id, e.name, v_at FROM outbound_endpoint e
+    WHERE e.retired_at IS NULL;
 
     RETURN v_id;
 END
@@ -379,8 +386,9 @@ CREATE TRIGGER deposit_history_outbound
 
 --
 -- A withdrawal decided by the desk, or cancelled by its client.  A hold
--- is not sent: the client is not told of one (086), and a CRM may pass
--- what it hears to the client.
+-- is not sent, nor its case, nor that a rejection followed one: the
+-- client is not told of a hold (086), and a CRM may pass what it hears
+-- to the client.
 --
 CREATE FUNCTION mt5credit.outbound_on_withdrawal() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
@@ -398,7 +406,9 @@ BEGIN
             'currency', NEW.currency,
             'provider', NEW.provider,
             'status', NEW.status,
-            'from_status', OLD.status,
+            -- a hold reads as the request it was (086's client view)
+            'from_status', CASE WHEN OLD.status = 'held' THEN 'requested'
+                                ELSE OLD.status END,
             'plan_no', NEW.plan_no,
             'at', NEW.updated_at)));
     RETURN NULL;
@@ -499,9 +509,13 @@ BEGIN
 END
 $$;
 
+-- not a withdrawal's hold: the client is not told of one (086), and a
+-- CRM may pass on what it hears
 CREATE TRIGGER case_outbound
     AFTER INSERT ON mt5credit."case"
-    FOR EACH ROW EXECUTE FUNCTION mt5credit.outbound_on_case();
+    FOR EACH ROW
+    WHEN (NEW.kind <> 'withdrawal_hold')
+    EXECUTE FUNCTION mt5credit.outbound_on_case();
 
 
 -- ---------------------------------------------------------------------
@@ -754,6 +768,7 @@ AS $$
                      WHERE d.endpoint = e.name AND d.status = s.status), 0)
     FROM outbound_endpoint e
     CROSS JOIN (VALUES ('pending'), ('sending'), ('exhausted')) s (status)
+    WHERE e.retired_at IS NULL
     ORDER BY 1, 3
 $$;
 
@@ -848,6 +863,7 @@ BEGIN
     FROM outbound_message m CROSS JOIN outbound_endpoint e
     WHERE m.created_at >= p_since
       AND e.name = coalesce(p_endpoint, e.name)
+      AND (e.retired_at IS NULL OR e.name = p_endpoint)
     ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS v_k = ROW_COUNT;
 
@@ -872,7 +888,8 @@ BEGIN
     END IF;
 
     UPDATE outbound_endpoint
-    SET disabled_at = NULL, disabled_why = NULL, failing_since = NULL
+    SET disabled_at = NULL, disabled_why = NULL, failing_since = NULL,
+        retired_at = NULL
     WHERE name = p_name AND disabled_at IS NOT NULL;
 
     IF FOUND THEN
@@ -881,6 +898,35 @@ BEGIN
                count(*)::integer
         FROM outbound_delivery WHERE endpoint = p_name AND status = 'pending';
     END IF;
+    RETURN FOUND;
+END
+$$;
+
+
+--
+-- An endpoint that is gone (its section taken out of every sender's
+-- configuration): no new event is made for it, and it leaves the
+-- backlog.  What it had not been sent stays, with its record; enabling
+-- it again (outbound_endpoint_enable()) sends that, and outbound_replay_
+-- since() what was made meanwhile.
+--
+CREATE FUNCTION mt5credit.outbound_endpoint_retire(p_name text,
+    p_reason text)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = mt5credit, pg_temp
+AS $$
+BEGIN
+    IF coalesce(btrim(p_reason), '') = '' THEN
+        RAISE EXCEPTION 'retiring an endpoint needs a reason'
+            USING ERRCODE = 'MC161';
+    END IF;
+
+    UPDATE outbound_endpoint
+    SET retired_at = clock_timestamp(),
+        disabled_at = coalesce(disabled_at, clock_timestamp()),
+        disabled_why = format('retired by %s: %s', person(), p_reason)
+    WHERE name = p_name AND retired_at IS NULL;
     RETURN FOUND;
 END
 $$;
@@ -943,6 +989,7 @@ REVOKE ALL ON FUNCTION
     mt5credit.outbound_replay(text, text, text),
     mt5credit.outbound_replay_since(timestamptz, text, text),
     mt5credit.outbound_endpoint_enable(text, text),
+    mt5credit.outbound_endpoint_retire(text, text),
     mt5credit.outbound_list(timestamptz, text, text, integer),
     mt5credit.outbound_show(text)
     FROM PUBLIC;
@@ -965,6 +1012,7 @@ GRANT EXECUTE ON FUNCTION
     mt5credit.outbound_replay(text, text, text),
     mt5credit.outbound_replay_since(timestamptz, text, text),
     mt5credit.outbound_endpoint_enable(text, text),
+    mt5credit.outbound_endpoint_retire(text, text),
     mt5credit.outbound_list(timestamptz, text, text, integer),
     mt5credit.outbound_show(text),
     mt5credit.outbound_backlog()

@@ -4684,6 +4684,7 @@ CREATE FUNCTION mt5credit.outbound_backlog() RETURNS TABLE(endpoint text, disabl
                      WHERE d.endpoint = e.name AND d.status = s.status), 0)
     FROM outbound_endpoint e
     CROSS JOIN (VALUES ('pending'), ('sending'), ('exhausted')) s (status)
+    WHERE e.retired_at IS NULL
     ORDER BY 1, 3
 $$;
 
@@ -4867,7 +4868,8 @@ BEGIN
     RETURNING id INTO v_id;
 
     INSERT INTO outbound_delivery (message_id, endpoint, next_at)
-    SELECT v_id, e.name, v_at FROM outbound_endpoint e;
+    SELECT v_id, e.name, v_at FROM outbound_endpoint e
+    WHERE e.retired_at IS NULL;
 
     RETURN v_id;
 END
@@ -4891,7 +4893,8 @@ BEGIN
     END IF;
 
     UPDATE outbound_endpoint
-    SET disabled_at = NULL, disabled_why = NULL, failing_since = NULL
+    SET disabled_at = NULL, disabled_why = NULL, failing_since = NULL,
+        retired_at = NULL
     WHERE name = p_name AND disabled_at IS NOT NULL;
 
     IF FOUND THEN
@@ -4927,6 +4930,32 @@ $$;
 
 
 ALTER FUNCTION mt5credit.outbound_endpoint_register(p_name text) OWNER TO mt5credit_owner;
+
+--
+-- Name: outbound_endpoint_retire(text, text); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE FUNCTION mt5credit.outbound_endpoint_retire(p_name text, p_reason text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'mt5credit', 'pg_temp'
+    AS $$
+BEGIN
+    IF coalesce(btrim(p_reason), '') = '' THEN
+        RAISE EXCEPTION 'retiring an endpoint needs a reason'
+            USING ERRCODE = 'MC161';
+    END IF;
+
+    UPDATE outbound_endpoint
+    SET retired_at = clock_timestamp(),
+        disabled_at = coalesce(disabled_at, clock_timestamp()),
+        disabled_why = format('retired by %s: %s', person(), p_reason)
+    WHERE name = p_name AND retired_at IS NULL;
+    RETURN FOUND;
+END
+$$;
+
+
+ALTER FUNCTION mt5credit.outbound_endpoint_retire(p_name text, p_reason text) OWNER TO mt5credit_owner;
 
 --
 -- Name: outbound_failed(bigint, text, text, integer, text, integer); Type: FUNCTION; Schema: mt5credit; Owner: mt5credit_owner
@@ -5192,7 +5221,9 @@ BEGIN
             'currency', NEW.currency,
             'provider', NEW.provider,
             'status', NEW.status,
-            'from_status', OLD.status,
+            -- a hold reads as the request it was (086's client view)
+            'from_status', CASE WHEN OLD.status = 'held' THEN 'requested'
+                                ELSE OLD.status END,
             'plan_no', NEW.plan_no,
             'at', NEW.updated_at)));
     RETURN NULL;
@@ -5306,6 +5337,7 @@ BEGIN
     FROM outbound_message m CROSS JOIN outbound_endpoint e
     WHERE m.created_at >= p_since
       AND e.name = coalesce(p_endpoint, e.name)
+      AND (e.retired_at IS NULL OR e.name = p_endpoint)
     ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS v_k = ROW_COUNT;
 
@@ -13292,8 +13324,10 @@ CREATE TABLE mt5credit.outbound_endpoint (
     last_success_at timestamp with time zone,
     disabled_at timestamp with time zone,
     disabled_why text,
+    retired_at timestamp with time zone,
     CONSTRAINT outbound_endpoint_disabled_why CHECK (((disabled_at IS NULL) = (disabled_why IS NULL))),
-    CONSTRAINT outbound_endpoint_name_check CHECK ((name ~ '^[A-Za-z0-9_.-]{1,63}$'::text))
+    CONSTRAINT outbound_endpoint_name_check CHECK ((name ~ '^[A-Za-z0-9_.-]{1,63}$'::text)),
+    CONSTRAINT outbound_endpoint_retired_is_disabled CHECK (((retired_at IS NULL) OR (disabled_at IS NOT NULL)))
 );
 
 
@@ -13303,7 +13337,7 @@ ALTER TABLE mt5credit.outbound_endpoint OWNER TO mt5credit_owner;
 -- Name: TABLE outbound_endpoint; Type: COMMENT; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-COMMENT ON TABLE mt5credit.outbound_endpoint IS 'A receiver of outbound events, registered by the sender configured for it (095); its url and secrets are the sender''s configuration. Disabled after failing for outbound_disable_after; enabled again by a person (outbound_endpoint_enable()).';
+COMMENT ON TABLE mt5credit.outbound_endpoint IS 'A receiver of outbound events, registered by the sender configured for it (095); its url and secrets are the sender''s configuration. Disabled after failing for outbound_disable_after; enabled again by a person (outbound_endpoint_enable()); retired by a person when it is gone (outbound_endpoint_retire()): no new event is made for it.';
 
 
 --
@@ -15748,7 +15782,7 @@ CREATE TRIGGER case_no_delete BEFORE DELETE ON mt5credit."case" FOR EACH ROW EXE
 -- Name: case case_outbound; Type: TRIGGER; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE TRIGGER case_outbound AFTER INSERT ON mt5credit."case" FOR EACH ROW EXECUTE FUNCTION mt5credit.outbound_on_case();
+CREATE TRIGGER case_outbound AFTER INSERT ON mt5credit."case" FOR EACH ROW WHEN ((new.kind <> 'withdrawal_hold'::text)) EXECUTE FUNCTION mt5credit.outbound_on_case();
 
 
 --
@@ -17883,6 +17917,14 @@ GRANT ALL ON FUNCTION mt5credit.outbound_endpoint_enable(p_name text, p_reason t
 
 REVOKE ALL ON FUNCTION mt5credit.outbound_endpoint_register(p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION mt5credit.outbound_endpoint_register(p_name text) TO mt5credit_outbound;
+
+
+--
+-- Name: FUNCTION outbound_endpoint_retire(p_name text, p_reason text); Type: ACL; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+REVOKE ALL ON FUNCTION mt5credit.outbound_endpoint_retire(p_name text, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION mt5credit.outbound_endpoint_retire(p_name text, p_reason text) TO mt5credit_operator;
 
 
 --

@@ -19,6 +19,8 @@
 #     disabled without an alert; its events lost while it is off
 #   - a replay by one person that sends other bytes, or another id, or is
 #     not recorded with who and why; a replay by the sender's credentials
+#   - an endpoint that is gone collecting events for ever (retired by a
+#     person, it gets none and leaves the backlog)
 #   - a rotation with a gap: during the overlap a receiver with either
 #     secret verifies; after it, one with only the new
 #   - a redirect followed: a 3xx is a failed try
@@ -441,6 +443,21 @@ like($out, qr/"outcome": "exhausted"/, 'outbox show: every try, the '
      . 'exhausted one too');
 like($out, qr/"reason": "exhausted while it was down"/,
      'outbox show: the replay and why');
+
+# an endpoint that is gone: retired by a person, it gets no new event and
+# leaves the backlog
+($rc, $out) = Mt5Credit::Worker::run($sb, 'outbox', 'retire', 'moved',
+    '--reason', 'the redirecting host is gone', '--database', $ops);
+is($rc, 0, 'outbox retire moved') or diag($out);
+my $c10b = $st->pay(login => 72201, amount => 1011);
+ok($st->wait_status($c10b, 'done'), 'a deposit credited after it');
+is(sql1("SELECT string_agg(d.endpoint, ',' ORDER BY d.endpoint) FROM "
+        . "mt5credit.outbound_delivery d JOIN mt5credit.outbound_message m "
+        . "ON m.id = d.message_id WHERE m.type = 'deposit.credited' AND "
+        . "m.body LIKE '%\"amount_minor\": 1011,%'"), 'crm,dead',
+   'a retired endpoint gets no delivery of a new event');
+is(sql1("SELECT count(*) FROM mt5credit.outbound_backlog() "
+        . "WHERE endpoint = 'moved'"), 0, '... and is not in the backlog');
 
 # --- 5. a rotation ----------------------------------------------------------
 

@@ -284,6 +284,17 @@ is(wd($grow, 'status') . ' ' . wd($grow, 'decided_by'), 'rejected ops_alice',
    '... it is rejected, by the second person');
 work();
 is(debits_of($grow), 0, '... and MT5 never sees a debit for it');
+# the broker's CRM is not told of a hold either (sql/095): no case of
+# one, and the rejection reads as a request's
+is($sb->sql1("SELECT count(*) FROM mt5credit.outbound_message "
+             . "WHERE type = 'case.opened' AND body LIKE '%withdrawal_hold%'"),
+   0, '... no outbound event tells of a withdrawal\'s hold');
+is($sb->sql1("SELECT string_agg(m.type || ' from ' || (m.body::jsonb->'data'"
+             . "->>'from_status'), ',') FROM mt5credit.outbound_message m "
+             . "WHERE m.subject = 'withdrawal:' || (SELECT id FROM "
+             . "mt5credit.withdrawal WHERE reference = '$grow')"),
+   'withdrawal.rejected from requested',
+   '... its rejection is sent as a request\'s, not a hold\'s');
 ($rc, $out) = desk('ops_bob', 'propose', $case2, '--action', 'release_hold',
                    '--note', 'x');
 like($out, qr/only a held withdrawal is released or returned/,

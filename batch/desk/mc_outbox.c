@@ -29,8 +29,8 @@ static int mc_outbox_list(PGconn *conn, const mc_outbox_opts_t *o);
 static int mc_outbox_show(PGconn *conn, const char *id);
 static int mc_outbox_replay(PGconn *conn, const char *id,
     const mc_outbox_opts_t *o);
-static int mc_outbox_enable(PGconn *conn, const char *name,
-    const mc_outbox_opts_t *o);
+static int mc_outbox_endpoint(PGconn *conn, const char *action,
+    const char *name, const mc_outbox_opts_t *o);
 static int mc_outbox_refused(const char *what, PGresult *res);
 
 
@@ -53,8 +53,11 @@ mc_outbox_usage(FILE *f)
 "        time, 2026-11-30T12:00:00Z): the same bytes, the same\n"
 "        webhook-id, a fresh retry schedule; recorded with who and why\n"
 "  enable NAME --reason TEXT\n"
-"        an endpoint the sender disabled after failing, on again: its\n"
-"        waiting events go out\n"
+"        an endpoint the sender disabled after failing (or a retired\n"
+"        one), on again: its waiting events go out\n"
+"  retire NAME --reason TEXT\n"
+"        an endpoint that is gone (its [endpoint] section removed): no\n"
+"        new event is made for it, and it leaves the backlog\n"
 "\n"
 "You act as the database user you log in as (--database, desk_database\n"
 "in the config, or PGUSER and the other PG* variables).\n");
@@ -80,7 +83,8 @@ mc_outbox_main(int argc, char **argv, const char *conninfo)
     action = argv[1];
 
     if (strcmp(action, "list") != 0 && strcmp(action, "show") != 0
-        && strcmp(action, "replay") != 0 && strcmp(action, "enable") != 0)
+        && strcmp(action, "replay") != 0 && strcmp(action, "enable") != 0
+        && strcmp(action, "retire") != 0)
     {
         fprintf(stderr, "mt5credit: outbox: unknown action \"%s\"\n"
                 "Try \"mt5credit outbox --help\".\n", action);
@@ -98,7 +102,8 @@ mc_outbox_main(int argc, char **argv, const char *conninfo)
 
     arg = optind < argc - 1 ? argv[optind + 1] : NULL;
 
-    if ((strcmp(action, "show") == 0 || strcmp(action, "enable") == 0)
+    if ((strcmp(action, "show") == 0 || strcmp(action, "enable") == 0
+         || strcmp(action, "retire") == 0)
         && arg == NULL)
     {
         fprintf(stderr, "mt5credit: outbox %s: which %s?\n", action,
@@ -113,7 +118,8 @@ mc_outbox_main(int argc, char **argv, const char *conninfo)
         return 2;
     }
 
-    if ((strcmp(action, "replay") == 0 || strcmp(action, "enable") == 0)
+    if ((strcmp(action, "replay") == 0 || strcmp(action, "enable") == 0
+         || strcmp(action, "retire") == 0)
         && (o.reason == NULL || o.reason[0] == '\0'))
     {
         fprintf(stderr, "mt5credit: outbox %s: --reason is required: why\n",
@@ -142,7 +148,7 @@ mc_outbox_main(int argc, char **argv, const char *conninfo)
         rc = mc_outbox_replay(conn, arg, &o);
 
     } else {
-        rc = mc_outbox_enable(conn, arg, &o);
+        rc = mc_outbox_endpoint(conn, action, arg, &o);
     }
 
     PQfinish(conn);
@@ -285,28 +291,33 @@ mc_outbox_replay(PGconn *conn, const char *id, const mc_outbox_opts_t *o)
 }
 
 
+/* enable or retire an endpoint */
 static int
-mc_outbox_enable(PGconn *conn, const char *name, const mc_outbox_opts_t *o)
+mc_outbox_endpoint(PGconn *conn, const char *action, const char *name,
+    const mc_outbox_opts_t *o)
 {
+    int          enable = strcmp(action, "enable") == 0;
     PGresult    *res;
     const char  *p[2] = { name, o->reason };
 
-    res = PQexecParams(conn,
-                       "SELECT mt5credit.outbound_endpoint_enable($1, $2)",
+    res = PQexecParams(conn, enable
+                       ? "SELECT mt5credit.outbound_endpoint_enable($1, $2)"
+                       : "SELECT mt5credit.outbound_endpoint_retire($1, $2)",
                        2, NULL, p, NULL, NULL, 0);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        return mc_outbox_refused("enable", res);
+        return mc_outbox_refused(action, res);
     }
 
     if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
-        fprintf(stderr, "mt5credit: outbox enable: endpoint %s is not "
-                "disabled (or not known)\n", name);
+        fprintf(stderr, "mt5credit: outbox %s: endpoint %s is not %s (or "
+                "not known)\n", action, name,
+                enable ? "disabled" : "in service");
         PQclear(res);
         return 1;
     }
 
-    printf("endpoint %s enabled\n", name);
+    printf("endpoint %s %s\n", name, enable ? "enabled" : "retired");
     PQclear(res);
     return 0;
 }
