@@ -29,7 +29,7 @@
 --   outbound_replay     who asked for what to be sent again, and why
 --
 -- Ordering.  A subject is a deposit (deposit:<id>), a withdrawal
--- (withdrawal:<id>) or a case of neither (case:<id>).  Its sequence
+-- (withdrawal:<id>) or a case (case:<id>).  Its sequence
 -- number is taken from a row every writer of that subject updates, so
 -- they take it one at a time, in the order their transactions commit: a
 -- receiver that sorts a subject's events by `sequence` has them in the
@@ -130,8 +130,13 @@ CREATE TABLE mt5credit.outbound_delivery (
         CHECK ((status = 'exhausted') = (exhausted_at IS NOT NULL))
 );
 
-CREATE INDEX outbound_delivery_due ON mt5credit.outbound_delivery (next_at)
+CREATE INDEX outbound_delivery_due
+    ON mt5credit.outbound_delivery (endpoint, next_at)
     WHERE status = 'pending';
+-- what is not delivered, by endpoint (outbound_backlog(), every round)
+CREATE INDEX outbound_delivery_open
+    ON mt5credit.outbound_delivery (endpoint, status)
+    WHERE status <> 'delivered';
 CREATE INDEX outbound_delivery_sending
     ON mt5credit.outbound_delivery (lease_expires_at)
     WHERE status = 'sending';
@@ -471,40 +476,36 @@ CREATE TRIGGER withdrawal_refund_outbound
 
 
 --
--- A case: work for a person.  Its subject is its deposit's or
--- withdrawal's when it has one, so it is ordered with their events.  A
--- case seen again (open_case()'s ON CONFLICT) is an UPDATE: not sent.
+-- A case: work for a person.  Its subject is the case itself, never its
+-- deposit's or withdrawal's: a case is opened by transactions that hold
+-- none of that deposit's rows (reconciliation opens its cases, then
+-- replays events that lock credits), and taking the deposit's sequence
+-- row there would order that lock before the credit's, against every
+-- other writer's (a deadlock).  The deposit and withdrawal are named in
+-- its data.  A case seen again (open_case()'s ON CONFLICT) is an UPDATE:
+-- not sent.
 --
 CREATE FUNCTION mt5credit.outbound_on_case() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = mt5credit, pg_temp
 AS $$
 DECLARE
-    v_dep   bigint := NEW.deposit_id;
-    v_wd    bigint := (NEW.details->'withdrawal'->>'id')::bigint;
-    v_data  jsonb;
+    v_data  jsonb := '{}';
 BEGIN
     IF NEW.credit_id IS NOT NULL THEN
-        SELECT coalesce(v_dep, c.deposit_id), coalesce(v_wd, c.withdrawal_id)
-        INTO v_dep, v_wd
-        FROM mt5_credit c WHERE c.id = NEW.credit_id;
-        v_data := outbound_credit_data(NEW.credit_id);
+        v_data := coalesce(outbound_credit_data(NEW.credit_id), '{}');
     END IF;
 
-    v_data := coalesce(v_data, '{}') || jsonb_strip_nulls(jsonb_build_object(
+    v_data := v_data || jsonb_strip_nulls(jsonb_build_object(
         'case_id', NEW.id, 'case_kind', NEW.kind,
         'severity', NEW.severity,
-        'deposit', (SELECT reference FROM deposit WHERE id = v_dep),
-        'withdrawal', (SELECT reference FROM withdrawal WHERE id = v_wd),
+        'deposit', coalesce((SELECT reference FROM deposit
+                             WHERE id = NEW.deposit_id), v_data->>'deposit'),
         'case_amount_minor', NEW.amount_minor,
         'case_currency', NEW.currency,
         'at', NEW.opened_at));
 
-    PERFORM outbound_emit('case.opened',
-        CASE WHEN v_dep IS NOT NULL THEN 'deposit:' || v_dep
-             WHEN v_wd IS NOT NULL THEN 'withdrawal:' || v_wd
-             ELSE 'case:' || NEW.id END,
-        v_data);
+    PERFORM outbound_emit('case.opened', 'case:' || NEW.id, v_data);
     RETURN NULL;
 END
 $$;
@@ -592,13 +593,16 @@ BEGIN
 
     RETURN QUERY
     WITH due AS (
+        -- the enabled ones first: a disabled endpoint's backlog, however
+        -- long, is never walked
         SELECT d.message_id, d.endpoint
         FROM outbound_delivery d
-        JOIN outbound_endpoint e ON e.name = d.endpoint
         WHERE d.status = 'pending'
           AND d.next_at <= clock_timestamp()
-          AND d.endpoint = ANY (p_endpoints)
-          AND e.disabled_at IS NULL
+          AND d.endpoint = ANY (ARRAY(
+                  SELECT e.name FROM outbound_endpoint e
+                  WHERE e.name = ANY (p_endpoints)
+                    AND e.disabled_at IS NULL))
         ORDER BY d.next_at, d.message_id
         LIMIT p_limit
         FOR UPDATE OF d SKIP LOCKED
@@ -927,7 +931,15 @@ BEGIN
         disabled_at = coalesce(disabled_at, clock_timestamp()),
         disabled_why = format('retired by %s: %s', person(), p_reason)
     WHERE name = p_name AND retired_at IS NULL;
-    RETURN FOUND;
+
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    -- on record beside the replays and enablings: who, when, why
+    INSERT INTO outbound_replay (reason, since, endpoint, deliveries)
+    VALUES ('retired: ' || p_reason, clock_timestamp(), p_name, 0);
+    RETURN true;
 END
 $$;
 

@@ -4707,13 +4707,16 @@ BEGIN
 
     RETURN QUERY
     WITH due AS (
+        -- the enabled ones first: a disabled endpoint's backlog, however
+        -- long, is never walked
         SELECT d.message_id, d.endpoint
         FROM outbound_delivery d
-        JOIN outbound_endpoint e ON e.name = d.endpoint
         WHERE d.status = 'pending'
           AND d.next_at <= clock_timestamp()
-          AND d.endpoint = ANY (p_endpoints)
-          AND e.disabled_at IS NULL
+          AND d.endpoint = ANY (ARRAY(
+                  SELECT e.name FROM outbound_endpoint e
+                  WHERE e.name = ANY (p_endpoints)
+                    AND e.disabled_at IS NULL))
         ORDER BY d.next_at, d.message_id
         LIMIT p_limit
         FOR UPDATE OF d SKIP LOCKED
@@ -4950,7 +4953,15 @@ BEGIN
         disabled_at = coalesce(disabled_at, clock_timestamp()),
         disabled_why = format('retired by %s: %s', person(), p_reason)
     WHERE name = p_name AND retired_at IS NULL;
-    RETURN FOUND;
+
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+
+    -- on record beside the replays and enablings: who, when, why
+    INSERT INTO outbound_replay (reason, since, endpoint, deliveries)
+    VALUES ('retired: ' || p_reason, clock_timestamp(), p_name, 0);
+    RETURN true;
 END
 $$;
 
@@ -5052,31 +5063,22 @@ CREATE FUNCTION mt5credit.outbound_on_case() RETURNS trigger
     SET search_path TO 'mt5credit', 'pg_temp'
     AS $$
 DECLARE
-    v_dep   bigint := NEW.deposit_id;
-    v_wd    bigint := (NEW.details->'withdrawal'->>'id')::bigint;
-    v_data  jsonb;
+    v_data  jsonb := '{}';
 BEGIN
     IF NEW.credit_id IS NOT NULL THEN
-        SELECT coalesce(v_dep, c.deposit_id), coalesce(v_wd, c.withdrawal_id)
-        INTO v_dep, v_wd
-        FROM mt5_credit c WHERE c.id = NEW.credit_id;
-        v_data := outbound_credit_data(NEW.credit_id);
+        v_data := coalesce(outbound_credit_data(NEW.credit_id), '{}');
     END IF;
 
-    v_data := coalesce(v_data, '{}') || jsonb_strip_nulls(jsonb_build_object(
+    v_data := v_data || jsonb_strip_nulls(jsonb_build_object(
         'case_id', NEW.id, 'case_kind', NEW.kind,
         'severity', NEW.severity,
-        'deposit', (SELECT reference FROM deposit WHERE id = v_dep),
-        'withdrawal', (SELECT reference FROM withdrawal WHERE id = v_wd),
+        'deposit', coalesce((SELECT reference FROM deposit
+                             WHERE id = NEW.deposit_id), v_data->>'deposit'),
         'case_amount_minor', NEW.amount_minor,
         'case_currency', NEW.currency,
         'at', NEW.opened_at));
 
-    PERFORM outbound_emit('case.opened',
-        CASE WHEN v_dep IS NOT NULL THEN 'deposit:' || v_dep
-             WHEN v_wd IS NOT NULL THEN 'withdrawal:' || v_wd
-             ELSE 'case:' || NEW.id END,
-        v_data);
+    PERFORM outbound_emit('case.opened', 'case:' || NEW.id, v_data);
     RETURN NULL;
 END
 $$;
@@ -15558,7 +15560,14 @@ CREATE INDEX outbound_attempt_delivery ON mt5credit.outbound_attempt USING btree
 -- Name: outbound_delivery_due; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
 --
 
-CREATE INDEX outbound_delivery_due ON mt5credit.outbound_delivery USING btree (next_at) WHERE (status = 'pending'::text);
+CREATE INDEX outbound_delivery_due ON mt5credit.outbound_delivery USING btree (endpoint, next_at) WHERE (status = 'pending'::text);
+
+
+--
+-- Name: outbound_delivery_open; Type: INDEX; Schema: mt5credit; Owner: mt5credit_owner
+--
+
+CREATE INDEX outbound_delivery_open ON mt5credit.outbound_delivery USING btree (endpoint, status) WHERE (status <> 'delivered'::text);
 
 
 --

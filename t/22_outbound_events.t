@@ -24,6 +24,9 @@
 #   - a rotation with a gap: during the overlap a receiver with either
 #     secret verifies; after it, one with only the new
 #   - a redirect followed: a 3xx is a failed try
+#   - a configuration that sends anywhere but https (or this machine), a
+#     misspelled key, a weak secret, an endpoint named twice, a schedule
+#     that is no schedule: each refused at start, saying what and where
 
 use strict;
 use warnings;
@@ -471,6 +474,7 @@ my $c11 = $st->pay(login => 72201, amount => 1111);
 ok($st->wait_status($c11, 'done') && all_delivered('crm'),
    'during the overlap: delivered');
 my $r = received('crm');
+ok(@$r > 0, 'during the overlap: deliveries arrived');
 is_deeply([ map { join ',', map { $_ ? 1 : 0 } @{ $_->{verified} } } @$r ],
           [ ('1,1') x @$r ],
           'during the overlap every delivery verifies with the old secret '
@@ -486,6 +490,7 @@ my $c12 = $st->pay(login => 72201, amount => 1212);
 ok($st->wait_status($c12, 'done') && all_delivered('crm'),
    'after it: delivered');
 $r = received('crm');
+ok(@$r > 0, 'after it: deliveries arrived');
 is_deeply([ map { join ',', map { $_ ? 1 : 0 } @{ $_->{verified} } } @$r ],
           [ ('0,1') x @$r ],
           'after it: verified by the new secret, no longer by the old');
@@ -495,6 +500,10 @@ is_deeply([ map { join ',', map { $_ ? 1 : 0 } @{ $_->{verified} } } @$r ],
 my $open = $sb->psql_session;
 $open->send("BEGIN; SELECT mt5credit.open_case('outbound_died', 'low', "
             . "'outbound-died', '{}');");
+ok(Mt5Credit::Worker::wait_for(sub {
+       sql1("SELECT count(*) FROM pg_stat_activity WHERE state = "
+            . "'idle in transaction' AND query LIKE '%outbound_died%'") == 1
+       }, 10), 'a transaction has opened a case, and not committed');
 my $paid = 0;
 for my $round (1 .. 3) {
     $st->pay(login => 72201, amount => 2000 + $round * 10 + $_) for 1 .. 4;
@@ -541,7 +550,36 @@ is(scalar @missing, 0, 'no event of the soak missing at the receiver ('
 ($gaps, $subjects) = ordered($by_id);
 is($gaps, 0, 'each subject\'s sequence has no gap, and no number twice');
 
-# --- 7. what the sender may do, proven from the catalogue ------------------
+# --- 7. a bad configuration: said, with where, and nothing sent ------------
+
+sub refused_config {
+    my ($text, $what, $like) = @_;
+    my $good = do { open my $fh, '<', $conf or die; local $/; <$fh> };
+    # a code: what it makes of the good file; text: appended to it
+    my $f = $sb->write_file('bad-outbound.conf',
+                            ref $text ? $text->($good) : $good . $text);
+    my ($code, $said) = Mt5Credit::Worker::run($sb, 'outbound', '-c', $f,
+                                               '--once');
+    is($code, 2, "$what: refused (exit 2)");
+    like($said, $like, "... saying $what");
+}
+refused_config("\n[endpoint evil]\nurl = http://localhost:1\@elsewhere.example/"
+               . "\nsecret_file = $secret_files{crm}\n",
+               'plain HTTP to another host', qr/\[endpoint evil\] url must be https/);
+refused_config("\n[endpoint typo]\nurl = https://crm.example/\nsecret = x\n",
+               'a key an endpoint has not', qr/bad-outbound\.conf:\d+: unknown key "secret"/);
+my $short = secrets_file('short', 'whsec_c2hvcnQ=');
+refused_config("\n[endpoint short]\nurl = https://crm.example/\n"
+               . "secret_file = $short\n", 'a secret of 5 bytes',
+               qr/short\.secrets:1: a key of 5 bytes/);
+refused_config("\n[endpoint crm]\nurl = https://crm.example/\n"
+               . "secret_file = $short\n", 'an endpoint named twice',
+               qr/endpoint "crm" is duplicate/);
+refused_config(sub { $_[0] =~ s/^outbound_retry = .*$/outbound_retry = "5s, soon"/mr },
+               'a retry that is no duration',
+               qr/outbound_retry: "soon" is not a duration/);
+
+# --- 8. what the sender may do, proven from the catalogue ------------------
 
 is(sql1("SELECT string_agg(p.proname, ',' ORDER BY p.proname) FROM "
         . "pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "mc_config.h"
 #include "mc_exporter.h"
 #include "mc_log.h"
@@ -293,6 +295,7 @@ static int mc_config_password(mc_server_config_t *s, char *err,
 static int mc_config_endpoint_section(mc_config_t *cfg, const char *name,
     mc_endpoint_config_t **endpoint, char *err, size_t errlen);
 static int mc_config_outbound(mc_config_t *cfg, char *err, size_t errlen);
+static int mc_config_endpoint_url(const char *url);
 
 
 static void
@@ -1082,16 +1085,56 @@ mc_config_outbound(mc_config_t *cfg, char *err, size_t errlen)
             return -1;
         }
 
-        if (strncmp(e->url, "https://", 8) != 0
-            && strncmp(e->url, "http://127.0.0.1:", 17) != 0
-            && strncmp(e->url, "http://localhost:", 17) != 0)
-        {
+        if (mc_config_endpoint_url(e->url) != 0) {
             snprintf(err, errlen, "%s: [endpoint %s] url must be https:// "
-                     "(plain HTTP only to 127.0.0.1 or localhost)",
-                     cfg->path, e->name);
+                     "(plain HTTP only to 127.0.0.1 or localhost), with no "
+                     "user or password in it", cfg->path, e->name);
             return -1;
         }
     }
 
     return 0;
+}
+
+
+/*
+ * An endpoint's url as libcurl will read it: https, or http to this
+ * machine, by the host curl connects to ("http://localhost:1@elsewhere/"
+ * goes elsewhere), and no credentials in it (they would be logged).
+ */
+static int
+mc_config_endpoint_url(const char *url)
+{
+    int    rc;
+    char  *scheme, *host, *user;
+    CURLU *u;
+
+    u = curl_url();
+    if (u == NULL) {
+        return -1;
+    }
+
+    scheme = host = user = NULL;
+    rc = -1;
+
+    if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK
+        && curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK
+        && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK
+        && curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER)
+    {
+        if (strcmp(scheme, "https") == 0
+            || (strcmp(scheme, "http") == 0
+                && (strcmp(host, "127.0.0.1") == 0
+                    || strcmp(host, "localhost") == 0)))
+        {
+            rc = 0;
+        }
+    }
+
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(user);
+    curl_url_cleanup(u);
+
+    return rc;
 }

@@ -65,7 +65,8 @@ typedef struct {
     mc_alert_config_t   alert;
     mc_endpoint_t       eps[MC_CONFIG_MAX_ENDPOINTS];
     int                 neps;
-    char                names[MC_CONFIG_MAX_ENDPOINTS * 66 + 3]; /* {a,b} */
+    char                names[MC_CONFIG_MAX_ENDPOINTS * 68 + 3];
+                                                     /* {"a","b"} */
     char                lease[16];
     char                batch[16];
 } mc_outbound_t;
@@ -200,9 +201,10 @@ mc_outbound_open(mc_outbound_t *o, mc_config_t *cfg)
 
         o->neps++;
 
-        /* names are [A-Za-z0-9_.-]: an array literal needs no quoting */
+        /* names are [A-Za-z0-9_.-] (the configuration's check), each
+           quoted: an element spelled NULL is a name, not a null */
         used += (size_t) snprintf(o->names + used, sizeof(o->names) - used,
-                                  "%s%s", i ? "," : "", e->cfg->name);
+                                  "%s\"%s\"", i ? "," : "", e->cfg->name);
 
         mc_log(MC_LOG_INFO, "outbound: endpoint %s: %s, %d secret%s",
                e->cfg->name, e->cfg->url, e->nkeys, e->nkeys == 1 ? "" : "s");

@@ -78,25 +78,36 @@ mc_outbound_http_post(mc_outbound_http_t *h, const char *id,
     }
 
     curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, h->ep->url);
+
+    /* what keeps the bytes to the configured receiver, verified, bounded:
+       an option this libcurl refuses is a delivery not made */
+    if (curl_easy_setopt(c, CURLOPT_URL, h->ep->url) != CURLE_OK
+        || curl_easy_setopt(c, CURLOPT_TIMEOUT, h->timeout) != CURLE_OK
+        || curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->timeout)
+           != CURLE_OK
+        || curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK
+        || curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK
+        || curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK
+        /* the configuration allows plain HTTP only to this machine */
+        || curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR,
+                            strncmp(h->ep->url, "https://", 8) == 0
+                            ? "https" : "http") != CURLE_OK
+        || (h->ep->ca_file[0] != '\0'
+            && curl_easy_setopt(c, CURLOPT_CAINFO, h->ep->ca_file)
+               != CURLE_OK))
+    {
+        curl_slist_free_all(headers);
+        snprintf(err, errlen, "libcurl refused an option the delivery "
+                 "needs: not sent");
+        return -1;
+    }
+
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
     curl_easy_setopt(c, CURLOPT_USERAGENT, "mt5credit-outbound");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, h->timeout);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->timeout);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-    /* the configuration allows plain HTTP only to this machine */
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR,
-                     strncmp(h->ep->url, "https://", 8) == 0 ? "https"
-                                                             : "http");
-    if (h->ep->ca_file[0] != '\0') {
-        curl_easy_setopt(c, CURLOPT_CAINFO, h->ep->ca_file);
-    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mc_outbound_http_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
 
